@@ -1,0 +1,48 @@
+// A limiter's answer for one request, combined from the answers of each rule.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "sluice/status.h"
+
+namespace sluice {
+
+// One rule's part in a decision.
+struct RuleVerdict {
+  size_t rule = 0;  // the rule's position in the limiter's rules
+  bool allowed = false;
+  int64_t remaining = 0;  // tokens left in the rule's bucket, rounded down
+  int64_t retry_ms = 0;   // when rejected: milliseconds until the bucket has enough again
+  bool charged = false;   // the request's tokens stayed taken from this bucket
+
+  friend bool operator==(const RuleVerdict&, const RuleVerdict&) = default;
+};
+
+// A limiter's decision. Reject if any rule rejects; wait for the longest retry.
+struct Decision {
+  bool allowed = true;
+  // False when the store could not be asked and the failure policy decided; `error` says why.
+  bool checked = true;
+  Status error;
+  // One verdict for each rule that applied, in the limiter's rule order. Under stop-at-first,
+  // rules after the first rejection are not asked and have no verdict.
+  std::vector<RuleVerdict> verdicts;
+  // The verdict with the fewest tokens remaining: the one rate limit headers describe.
+  std::optional<size_t> tightest;
+  // Among rejecting verdicts, the one with the longest retry: the one a 429 body names.
+  std::optional<size_t> rejecting;
+  // Retry-After, in whole seconds rounded up from the longest retry; 0 when allowed.
+  int64_t retry_after_s = 0;
+};
+
+// Combines per-rule verdicts into a decision (checked, no error): allowed when every verdict
+// allows (or there are none), with the tightest and rejecting verdicts and Retry-After filled in.
+Decision CombineVerdicts(std::vector<RuleVerdict> verdicts);
+
+// Whole seconds, rounded up: 600 ms gives 1, 2000 ms gives 2, 0 gives 0.
+int64_t RetryAfterSeconds(int64_t retry_ms);
+
+}  // namespace sluice

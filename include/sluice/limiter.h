@@ -1,0 +1,111 @@
+// The limiter: checks one request against all of its rules and decides.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+
+#include "sluice/decision.h"
+#include "sluice/request.h"
+#include "sluice/rule.h"
+#include "sluice/status.h"
+#include "sluice/store.h"
+
+namespace sluice {
+
+// What happens to a request's other rules when one of them rejects it.
+enum class MultiRulePolicy {
+  // All rules are sent together, in one round trip, and all are charged, even when one rejects:
+  // a client that pushes past one limit drains its others too. Envoy's rate limit service does
+  // the same.
+  kChargeAll,
+  // Rules are checked in order, one round trip each; none is charged after the first rejection.
+  kStopAtFirst,
+  // All rules are sent together; when the answer is no, a second call gives the tokens back to
+  // the rules that allowed. A refund never raises a bucket above its capacity.
+  kRefund,
+};
+
+// What a check decides when the store errors or does not answer in time.
+enum class FailurePolicy {
+  kOpen,    // allow: an outage of the store does not become an outage of the API
+  kClosed,  // deny: no request passes unchecked
+};
+
+struct LimiterOptions {
+  std::string key_prefix = "rl:";
+  MultiRulePolicy policy = MultiRulePolicy::kChargeAll;
+  FailurePolicy failure = FailurePolicy::kOpen;
+};
+
+// Counters of a limiter's decisions, for metrics.
+struct LimiterStats {
+  uint64_t checks = 0;
+  uint64_t allowed = 0;
+  uint64_t rejected = 0;
+  uint64_t store_errors = 0;      // checks the store failed (error, timeout, overload)
+  uint64_t failure_policy = 0;    // decisions the failure policy made
+  uint64_t invalid_requests = 0;  // requests refused for a bad attribute value
+};
+
+using DecisionCallback = std::function<void(Decision)>;
+
+// Checks requests against a fixed list of rules on one store. For each rule whose attribute the
+// request has, it builds the bucket key "<prefix><bucket>:<value>" and asks the store; the
+// answers are combined by CombineVerdicts. Safe to call from many threads at once.
+class Limiter {
+ public:
+  // Validates every rule, and that no two rules share a name or a bucket family.
+  static Result<std::unique_ptr<Limiter>> Create(std::vector<Rule> rules, LimiterOptions options,
+                                                 std::shared_ptr<Store> store);
+  ~Limiter();
+
+  // Decides `request` and calls `done` once, inline or on the store's thread. Store errors
+  // become a decision made by the failure policy (checked = false, error set). A request with
+  // an attribute value that cannot be made a key is refused: allowed = false, checked = false,
+  // error kInvalidArgument, whatever the failure policy.
+  void Check(const Request& request, DecisionCallback done) const;
+
+  // Check with any Asio completion token: a callback, asio::use_awaitable, asio::use_future.
+  // The completion runs on the token's associated executor.
+  template <typename CompletionToken>
+  auto AsyncCheck(const Request& request, CompletionToken&& token) const {
+    return boost::asio::async_initiate<CompletionToken, void(Decision)>(
+        [this](auto handler, const Request& req) {
+          auto work = boost::asio::make_work_guard(boost::asio::get_associated_executor(handler));
+          auto shared = std::make_shared<decltype(handler)>(std::move(handler));
+          Check(req, [shared, work](Decision decision) mutable {
+            boost::asio::dispatch(work.get_executor(),
+                                  [shared, decision = std::move(decision)]() mutable {
+                                    (*shared)(std::move(decision));
+                                  });
+            work.reset();
+          });
+        },
+        token, request);
+  }
+
+  // Check, waiting for the decision. Must not be called on the store's own thread.
+  Decision CheckBlocking(const Request& request) const;
+
+  const std::vector<Rule>& rules() const;
+  const LimiterOptions& options() const;
+  LimiterStats Stats() const;
+
+  struct State;  // the implementation's; shared with checks still in flight
+
+ private:
+  explicit Limiter(std::shared_ptr<State> state);
+
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace sluice

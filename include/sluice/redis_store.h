@@ -1,0 +1,89 @@
+// Buckets in a Redis server, shared by every gateway that points at it.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "sluice/store.h"
+
+namespace sluice {
+
+// How the token bucket runs on the server.
+enum class ScriptMode {
+  kEvalsha,   // SCRIPT LOAD once, then EVALSHA by digest; NOSCRIPT reloads and resends
+  kFunction,  // Redis 7 functions: FUNCTION LOAD of the "sluice" library, then FCALL
+};
+
+// Where the server is and how to talk to it.
+struct RedisOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 6379;
+  std::string username;  // an ACL user; empty for the default user
+  std::string password;  // empty for no AUTH
+  int db = 0;            // SELECTed after connecting
+  ScriptMode mode = ScriptMode::kEvalsha;
+  std::chrono::milliseconds connect_timeout{1000};
+  // A check not answered within this time fails with kDeadlineExceeded.
+  std::chrono::milliseconds timeout{50};
+  // Most bucket operations sent and not yet answered; beyond it, checks fail at once with
+  // kResourceExhausted instead of queueing behind a slow server.
+  size_t max_in_flight = 16384;
+  // Reconnection waits start here and double up to the maximum, with jitter.
+  std::chrono::milliseconds reconnect_min{50};
+  std::chrono::milliseconds reconnect_max{2000};
+};
+
+// Parses "redis://[[user]:password@]host[:port][/db]". The password may be percent-encoded.
+Result<RedisOptions> ParseRedisUrl(std::string_view url);
+
+// Counters of a RedisStore's connection, for metrics and tests.
+struct RedisStoreStats {
+  uint64_t connects = 0;      // successful connections, the first included
+  uint64_t script_loads = 0;  // SCRIPT LOAD / FUNCTION LOAD sent after NOSCRIPT or on connect
+  uint64_t commands = 0;      // bucket commands written
+  uint64_t writes = 0;        // socket writes that carried them (auto-pipelining: fewer)
+  uint64_t timeouts = 0;      // checks failed with kDeadlineExceeded
+};
+
+// A Store on one Redis server, over one auto-pipelined connection run by a thread of its own.
+// All operations of one Apply go out back to back and are answered in one round trip;
+// operations from concurrent checks share socket writes. The connection handshakes (AUTH,
+// SELECT, script or function load), reconnects with backoff when it drops, and reloads the
+// script when the server has lost it, invisibly to callers. While disconnected, checks fail at
+// once with kUnavailable; while connecting, they wait up to the check timeout.
+class RedisStore final : public Store {
+ public:
+  // Starts the connection's thread and begins connecting.
+  explicit RedisStore(RedisOptions options);
+  // Stops the thread; checks still pending complete with kUnavailable.
+  ~RedisStore() override;
+
+  RedisStore(const RedisStore&) = delete;
+  RedisStore& operator=(const RedisStore&) = delete;
+
+  void Apply(std::vector<BucketOp> ops, StoreCallback done) override;
+
+  // True while the connection is up and ready for checks.
+  bool Ready() const;
+
+  // Waits until Ready() or `timeout` passes; returns whether it became ready.
+  bool WaitReady(std::chrono::milliseconds timeout) const;
+
+  RedisStoreStats Stats() const;
+
+ private:
+  class Connection;
+  std::shared_ptr<Connection> connection_;
+};
+
+// The Lua source of the token bucket script, as embedded at build time.
+std::string_view TokenBucketScript();
+
+// The Redis 7 function library ("sluice") that registers the same script as a function.
+std::string TokenBucketFunctionLibrary();
+
+}  // namespace sluice

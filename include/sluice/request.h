@@ -1,0 +1,36 @@
+// What a limiter knows of a request: named attributes such as ip, key and tenant.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace sluice {
+
+// One attribute of a request: {"ip", "203.0.113.42"}.
+struct Attribute {
+  std::string name;
+  std::string value;
+};
+
+// A request's attributes. A rule whose attribute is absent does not apply to the request.
+class Request {
+ public:
+  Request() = default;
+  Request(std::initializer_list<Attribute> attributes) : attributes_(attributes) {}
+
+  // Sets `name` to `value`, replacing an earlier value.
+  Request& Set(std::string_view name, std::string value);
+
+  // The value of `name`, or nullptr when the request has no such attribute.
+  const std::string* Find(std::string_view name) const;
+
+  const std::vector<Attribute>& attributes() const { return attributes_; }
+
+ private:
+  std::vector<Attribute> attributes_;
+};
+
+}  // namespace sluice

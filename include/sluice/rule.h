@@ -1,0 +1,49 @@
+// A rate limit rule: which request attribute it counts by, and how fast its bucket refills.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "sluice/status.h"
+
+namespace sluice {
+
+// A token bucket's shape. The rate is two integers, `tokens` added every `period_ms`, so that
+// "100 a minute" is exactly 100 / 60000 per millisecond with no rounding in the configuration.
+struct Limit {
+  int64_t capacity = 0;   // most tokens the bucket holds; a new bucket starts full
+  int64_t tokens = 0;     // tokens added per period
+  int64_t period_ms = 0;  // the period, in milliseconds
+
+  // Limits on every number, so that the store's arithmetic (IEEE doubles, and Lua's 14-digit
+  // number formatting in Redis) stays exact.
+  static constexpr int64_t kMaxCapacity = 1'000'000'000'000;  // 10^12
+  static constexpr int64_t kMaxPeriodMs = 366LL * 24 * 3600 * 1000;
+
+  // Ok when every field is in range: capacity and tokens in [1, kMaxCapacity], period in
+  // [1, kMaxPeriodMs] ms.
+  Status Validate() const;
+
+  friend bool operator==(const Limit&, const Limit&) = default;
+};
+
+// One rate limit rule. Each distinct value of the rule's attribute (each IP address, each API
+// key) has its own bucket, under the key "<prefix><bucket>:<value>", e.g. "rl:ip:203.0.113.42".
+struct Rule {
+  std::string name;       // for people, headers and metrics: "per-key"
+  std::string attribute;  // the request attribute that keys it: "ip", "key", "header:X-Client"
+  // The key's middle part; empty means the attribute's name. Two rules that count by the same
+  // attribute (10 a second and 1,000 an hour per IP) need different buckets.
+  std::string bucket;
+  Limit limit;
+  int64_t cost = 1;  // tokens one request takes, in [0, capacity]; 0 only looks
+
+  // The bucket family actually used: `bucket`, or the attribute when `bucket` is empty.
+  std::string_view BucketName() const { return bucket.empty() ? attribute : bucket; }
+
+  // Ok when the name and attribute are well formed and the numbers are in range.
+  Status Validate() const;
+};
+
+}  // namespace sluice

@@ -1,0 +1,37 @@
+// Where buckets live. Every store answers the same asynchronous question: apply these bucket
+// operations, atomically each, and say what each bucket answered.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sluice/rule.h"
+#include "sluice/status.h"
+#include "sluice/token_bucket.h"
+
+namespace sluice {
+
+// One bucket operation: take `cost` tokens from the bucket under `key`, shaped by `limit`.
+// A negative cost gives tokens back (a refund), never above capacity.
+struct BucketOp {
+  std::string key;
+  Limit limit;
+  int64_t cost = 1;
+};
+
+// Called once with one reply per operation, in order, or with the error that stopped them.
+using StoreCallback = std::function<void(Result<std::vector<BucketReply>>)>;
+
+// A store of token buckets. Implementations are safe to call from many threads.
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Applies `ops`, each atomically and in one round trip to the store, and calls `done` exactly
+  // once: inline, or later on a thread of the store's own. `done` must not block.
+  virtual void Apply(std::vector<BucketOp> ops, StoreCallback done) = 0;
+};
+
+}  // namespace sluice

@@ -1,0 +1,44 @@
+// The token bucket's arithmetic, exactly as the Redis script does it, for stores that keep
+// buckets themselves. Pure: no I/O, the time is passed in.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "sluice/rule.h"
+
+namespace sluice {
+
+// What a store keeps for one bucket.
+struct BucketState {
+  double tokens = 0;       // tokens in the bucket at `updated_ms`, possibly fractional
+  int64_t updated_ms = 0;  // the store's clock at the last change
+
+  friend bool operator==(const BucketState&, const BucketState&) = default;
+};
+
+// The answer for one bucket: the integers the script returns.
+struct BucketReply {
+  bool allowed = false;
+  int64_t remaining = 0;  // tokens left after this request, rounded down
+  int64_t retry_ms = 0;   // when rejected: milliseconds until enough tokens are back
+
+  friend bool operator==(const BucketReply&, const BucketReply&) = default;
+};
+
+// The result of taking tokens: the reply, and what the store must keep.
+struct TakeOutcome {
+  BucketReply reply;
+  BucketState state;   // the new state, as Redis would store it
+  int64_t ttl_ms = 0;  // forget the bucket after this long; <= 0 means forget it now (it is full)
+};
+
+// Refills a bucket up to `now_ms` and takes `cost` tokens if they are there. A missing bucket
+// (`state` empty) is full; elapsed time is clamped at 0, so a clock that steps back only pauses
+// refills. A negative cost gives tokens back, never above capacity. The arithmetic is the
+// script's, step for step in IEEE doubles, including the 14 significant digits to which Redis's
+// Lua rounds a number it stores, so an in-process store and Redis decide alike.
+TakeOutcome TakeTokens(const std::optional<BucketState>& state, const Limit& limit, int64_t cost,
+                       int64_t now_ms);
+
+}  // namespace sluice

@@ -1,0 +1,166 @@
+#include "check_command.h"
+
+#include <fmt/core.h>
+
+#include <charconv>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "duration.h"
+#include "sluice/limiter.h"
+#include "sluice/memory_store.h"
+#include "sluice/redis_store.h"
+
+namespace sluice::cli {
+namespace {
+
+struct CheckArgs {
+  std::string store = "memory";
+  std::string mode = "evalsha";
+  std::string timeout = "50ms";
+  std::string policy = "charge-all";
+  std::string failure = "open";
+  std::string prefix = "rl:";
+  std::vector<std::string> rules;
+  std::vector<std::string> attributes;
+  int count = 1;
+  std::string interval = "0ms";
+};
+
+[[noreturn]] void Fail(const std::string& message) { throw CLI::ValidationError(message); }
+
+template <typename T>
+T OrFail(Result<T> result) {
+  if (!result.ok()) Fail(result.status().message());
+  return std::move(result).value();
+}
+
+int64_t ParseCount(std::string_view text, std::string_view what) {
+  int64_t value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) {
+    Fail(fmt::format("{} \"{}\" is not a whole number", what, text));
+  }
+  return value;
+}
+
+// "name:attribute:capacity:tokens:period[:cost]", e.g. "per-key:key:100:100:1m".
+Rule ParseRule(const std::string& spec) {
+  std::vector<std::string_view> parts;
+  std::string_view rest = spec;
+  for (size_t colon; (colon = rest.find(':')) != std::string_view::npos;) {
+    parts.push_back(rest.substr(0, colon));
+    rest.remove_prefix(colon + 1);
+  }
+  parts.push_back(rest);
+  if (parts.size() != 5 && parts.size() != 6) {
+    Fail("--rule \"" + spec + "\": expected name:attribute:capacity:tokens:period[:cost]");
+  }
+  Rule rule;
+  rule.name = std::string(parts[0]);
+  rule.attribute = std::string(parts[1]);
+  rule.limit.capacity = ParseCount(parts[2], "capacity");
+  rule.limit.tokens = ParseCount(parts[3], "tokens");
+  rule.limit.period_ms = OrFail(ParseDurationMs(parts[4]));
+  if (parts.size() == 6) rule.cost = ParseCount(parts[5], "cost");
+  return rule;
+}
+
+Request ParseRequest(const std::vector<std::string>& attributes) {
+  Request request;
+  for (const std::string& a : attributes) {
+    size_t eq = a.find('=');
+    if (eq == std::string::npos) Fail("--attr \"" + a + "\": expected name=value");
+    request.Set(a.substr(0, eq), a.substr(eq + 1));
+  }
+  return request;
+}
+
+std::shared_ptr<Store> MakeStore(const CheckArgs& args) {
+  if (args.store == "memory") return std::make_shared<MemoryStore>();
+  RedisOptions options = OrFail(ParseRedisUrl(args.store));
+  if (args.mode == "function") {
+    options.mode = ScriptMode::kFunction;
+  } else if (args.mode != "evalsha") {
+    Fail("--mode must be evalsha or function");
+  }
+  options.timeout = std::chrono::milliseconds(OrFail(ParseDurationMs(args.timeout)));
+  auto store = std::make_shared<RedisStore>(options);
+  store->WaitReady(options.connect_timeout);
+  return store;
+}
+
+LimiterOptions MakeLimiterOptions(const CheckArgs& args) {
+  LimiterOptions options;
+  options.key_prefix = args.prefix;
+  if (args.policy == "stop-at-first") {
+    options.policy = MultiRulePolicy::kStopAtFirst;
+  } else if (args.policy == "refund") {
+    options.policy = MultiRulePolicy::kRefund;
+  } else if (args.policy != "charge-all") {
+    Fail("--policy must be charge-all, stop-at-first or refund");
+  }
+  if (args.failure == "closed") {
+    options.failure = FailurePolicy::kClosed;
+  } else if (args.failure != "open") {
+    Fail("--failure must be open or closed");
+  }
+  return options;
+}
+
+void Print(int n, const Decision& d, const Limiter& limiter) {
+  std::string line = fmt::format("{} {}", n, d.allowed ? "allow" : "reject");
+  if (!d.checked) line += fmt::format(" unchecked error=\"{}\"", d.error.ToString());
+  for (const RuleVerdict& v : d.verdicts) {
+    line += fmt::format(" {}={}/{}", limiter.rules()[v.rule].name, v.allowed ? "ok" : "no",
+                        v.remaining);
+  }
+  if (d.rejecting) {
+    line += fmt::format(" retry_after={}s rejected_by={}", d.retry_after_s,
+                        limiter.rules()[d.verdicts[*d.rejecting].rule].name);
+  }
+  fmt::print("{}\n", line);
+}
+
+void Run(const CheckArgs& args) {
+  std::vector<Rule> rules;
+  for (const std::string& spec : args.rules) rules.push_back(ParseRule(spec));
+  Request request = ParseRequest(args.attributes);
+  const auto interval = std::chrono::milliseconds(OrFail(ParseDurationMs(args.interval)));
+  auto limiter = OrFail(Limiter::Create(rules, MakeLimiterOptions(args), MakeStore(args)));
+  for (int n = 1; n <= args.count; ++n) {
+    Print(n, limiter->CheckBlocking(request), *limiter);
+    std::fflush(stdout);
+    if (n < args.count) std::this_thread::sleep_for(interval);
+  }
+}
+
+}  // namespace
+
+void AddCheckCommand(CLI::App& app) {
+  auto args = std::make_shared<CheckArgs>();
+  CLI::App* cmd =
+      app.add_subcommand("check", "Check one request against rules and print decisions");
+  cmd->add_option("--store", args->store, "memory, or redis://[user:password@]host:port[/db]")
+      ->capture_default_str();
+  cmd->add_option("--mode", args->mode, "evalsha or function (Redis only)")->capture_default_str();
+  cmd->add_option("--timeout", args->timeout, "per-check timeout (Redis only)")
+      ->capture_default_str();
+  cmd->add_option("--policy", args->policy, "charge-all, stop-at-first or refund")
+      ->capture_default_str();
+  cmd->add_option("--failure", args->failure, "open or closed")->capture_default_str();
+  cmd->add_option("--prefix", args->prefix, "bucket key prefix")->capture_default_str();
+  cmd->add_option("--rule", args->rules, "name:attribute:capacity:tokens:period[:cost]")
+      ->required();
+  cmd->add_option("--attr", args->attributes, "request attribute, name=value");
+  cmd->add_option("--count", args->count, "how many times to check")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100'000'000));
+  cmd->add_option("--interval", args->interval, "pause between checks")->capture_default_str();
+  cmd->callback([args] { Run(*args); });
+}
+
+}  // namespace sluice::cli

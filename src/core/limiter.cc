@@ -1,0 +1,235 @@
+#include "sluice/limiter.h"
+
+#include <atomic>
+#include <future>
+#include <set>
+
+#include "sluice/bucket_key.h"
+
+namespace sluice {
+
+struct Limiter::State {
+  std::vector<Rule> rules;
+  LimiterOptions options;
+  std::shared_ptr<Store> store;
+
+  std::atomic<uint64_t> checks{0};
+  std::atomic<uint64_t> allowed{0};
+  std::atomic<uint64_t> rejected{0};
+  std::atomic<uint64_t> store_errors{0};
+  std::atomic<uint64_t> failure_policy{0};
+  std::atomic<uint64_t> invalid_requests{0};
+
+  // Counts the decision and hands it on.
+  void Finish(Decision decision, const DecisionCallback& done) {
+    (decision.allowed ? allowed : rejected).fetch_add(1, std::memory_order_relaxed);
+    done(std::move(decision));
+  }
+
+  // The decision when the store could not answer.
+  void FinishByPolicy(Status error, const DecisionCallback& done) {
+    store_errors.fetch_add(1, std::memory_order_relaxed);
+    failure_policy.fetch_add(1, std::memory_order_relaxed);
+    Decision decision;
+    decision.allowed = options.failure == FailurePolicy::kOpen;
+    decision.checked = false;
+    decision.error = std::move(error);
+    Finish(std::move(decision), done);
+  }
+};
+
+namespace {
+
+using StatePtr = std::shared_ptr<Limiter::State>;
+
+// The buckets one request touches: one operation per applicable rule, and which rule it is.
+struct Plan {
+  std::vector<BucketOp> ops;
+  std::vector<size_t> rules;
+};
+
+std::vector<RuleVerdict> ToVerdicts(const Plan& plan, const std::vector<BucketReply>& replies,
+                                    size_t first = 0) {
+  std::vector<RuleVerdict> verdicts;
+  verdicts.reserve(replies.size());
+  for (size_t i = 0; i < replies.size(); ++i) {
+    const BucketReply& r = replies[i];
+    verdicts.push_back({plan.rules[first + i], r.allowed, r.remaining, r.retry_ms, r.allowed});
+  }
+  return verdicts;
+}
+
+// Sends the whole plan at once and charges every bucket that allowed.
+void ChargeAll(StatePtr state, Plan plan, DecisionCallback done) {
+  auto ops = plan.ops;
+  state->store->Apply(std::move(ops), [state, plan = std::move(plan), done = std::move(done)](
+                                          Result<std::vector<BucketReply>> replies) {
+    if (!replies.ok()) return state->FinishByPolicy(replies.status(), done);
+    state->Finish(CombineVerdicts(ToVerdicts(plan, *replies)), done);
+  });
+}
+
+// Asks the rules one at a time, from `next` on, stopping at the first that rejects.
+struct StopAtFirst : std::enable_shared_from_this<StopAtFirst> {
+  StatePtr state;
+  Plan plan;
+  DecisionCallback done;
+  std::vector<RuleVerdict> verdicts;
+
+  void Ask(size_t next) {
+    if (next == plan.ops.size()) {
+      return state->Finish(CombineVerdicts(std::move(verdicts)), done);
+    }
+    state->store->Apply({plan.ops[next]}, [self = shared_from_this(),
+                                           next](Result<std::vector<BucketReply>> replies) {
+      if (!replies.ok()) return self->state->FinishByPolicy(replies.status(), self->done);
+      std::vector<RuleVerdict> one = ToVerdicts(self->plan, *replies, next);
+      self->verdicts.push_back(one.front());
+      if (!one.front().allowed) {
+        return self->state->Finish(CombineVerdicts(std::move(self->verdicts)), self->done);
+      }
+      self->Ask(next + 1);
+    });
+  }
+};
+
+// Sends the whole plan at once; when the answer is no, gives back what the allowing rules took.
+void Refund(StatePtr state, Plan plan, DecisionCallback done) {
+  auto ops = plan.ops;
+  state->store->Apply(std::move(ops), [state, plan = std::move(plan), done = std::move(done)](
+                                          Result<std::vector<BucketReply>> replies) mutable {
+    if (!replies.ok()) return state->FinishByPolicy(replies.status(), done);
+    Decision decision = CombineVerdicts(ToVerdicts(plan, *replies));
+    if (decision.allowed) return state->Finish(std::move(decision), done);
+
+    std::vector<BucketOp> refunds;
+    std::vector<size_t> refunded;  // positions in decision.verdicts
+    for (size_t i = 0; i < decision.verdicts.size(); ++i) {
+      if (!decision.verdicts[i].charged || plan.ops[i].cost == 0) continue;
+      BucketOp op = plan.ops[i];
+      op.cost = -op.cost;
+      refunds.push_back(std::move(op));
+      refunded.push_back(i);
+    }
+    if (refunds.empty()) return state->Finish(std::move(decision), done);
+    state->store->Apply(std::move(refunds),
+                        [state, decision = std::move(decision), refunded = std::move(refunded),
+                         done = std::move(done)](Result<std::vector<BucketReply>> result) mutable {
+                          if (result.ok()) {
+                            for (size_t i : refunded) decision.verdicts[i].charged = false;
+                          } else {
+                            // The request is rejected either way; the tokens stay taken.
+                            state->store_errors.fetch_add(1, std::memory_order_relaxed);
+                          }
+                          state->Finish(std::move(decision), done);
+                        });
+  });
+}
+
+// The bucket operations for `request`, or the reason a key could not be built.
+Result<Plan> MakePlan(const Limiter::State& state, const Request& request) {
+  Plan plan;
+  for (size_t i = 0; i < state.rules.size(); ++i) {
+    const Rule& rule = state.rules[i];
+    const std::string* value = request.Find(rule.attribute);
+    if (value == nullptr) continue;
+    Result<std::string> key = BucketKey(state.options.key_prefix, rule.BucketName(), *value);
+    if (!key.ok()) {
+      return Status::InvalidArgument("attribute \"" + rule.attribute +
+                                     "\": " + key.status().message());
+    }
+    plan.ops.push_back({std::move(key).value(), rule.limit, rule.cost});
+    plan.rules.push_back(i);
+  }
+  return plan;
+}
+
+Status ValidateRules(const std::vector<Rule>& rules) {
+  std::set<std::string_view> names;
+  std::set<std::string_view> buckets;
+  for (const Rule& rule : rules) {
+    if (Status s = rule.Validate(); !s.ok()) return s;
+    if (!names.insert(rule.name).second) {
+      return Status::InvalidArgument("two rules are named \"" + rule.name + "\"");
+    }
+    if (!buckets.insert(rule.BucketName()).second) {
+      return Status::InvalidArgument("rule \"" + rule.name + "\" would share the bucket family \"" +
+                                     std::string(rule.BucketName()) +
+                                     "\" with an earlier rule; give it its own bucket name");
+    }
+  }
+  return {};
+}
+
+Status ValidatePrefix(const std::string& prefix) {
+  if (prefix.size() > 64) return Status::InvalidArgument("key prefix is longer than 64 bytes");
+  for (char c : prefix) {
+    if (c <= ' ' || c == 0x7f || c == '{' || c == '}') {
+      return Status::InvalidArgument("key prefix holds a space, control character or brace");
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Limiter>> Limiter::Create(std::vector<Rule> rules, LimiterOptions options,
+                                                 std::shared_ptr<Store> store) {
+  if (store == nullptr) return Status::InvalidArgument("a limiter needs a store");
+  if (Status s = ValidatePrefix(options.key_prefix); !s.ok()) return s;
+  if (Status s = ValidateRules(rules); !s.ok()) return s;
+  auto state = std::make_shared<State>();
+  state->rules = std::move(rules);
+  state->options = std::move(options);
+  state->store = std::move(store);
+  return std::unique_ptr<Limiter>(new Limiter(std::move(state)));
+}
+
+Limiter::Limiter(std::shared_ptr<State> state) : state_(std::move(state)) {}
+Limiter::~Limiter() = default;
+
+void Limiter::Check(const Request& request, DecisionCallback done) const {
+  state_->checks.fetch_add(1, std::memory_order_relaxed);
+  Result<Plan> plan = MakePlan(*state_, request);
+  if (!plan.ok()) {
+    state_->invalid_requests.fetch_add(1, std::memory_order_relaxed);
+    Decision decision;
+    decision.allowed = false;
+    decision.checked = false;
+    decision.error = plan.status();
+    return state_->Finish(std::move(decision), done);
+  }
+  if (plan->ops.empty()) return state_->Finish(CombineVerdicts({}), done);
+
+  switch (state_->options.policy) {
+    case MultiRulePolicy::kChargeAll:
+      return ChargeAll(state_, std::move(plan).value(), std::move(done));
+    case MultiRulePolicy::kStopAtFirst: {
+      auto chain = std::make_shared<StopAtFirst>();
+      chain->state = state_;
+      chain->plan = std::move(plan).value();
+      chain->done = std::move(done);
+      return chain->Ask(0);
+    }
+    case MultiRulePolicy::kRefund:
+      return Refund(state_, std::move(plan).value(), std::move(done));
+  }
+}
+
+Decision Limiter::CheckBlocking(const Request& request) const {
+  std::promise<Decision> promise;
+  std::future<Decision> future = promise.get_future();
+  Check(request, [&promise](Decision decision) { promise.set_value(std::move(decision)); });
+  return future.get();
+}
+
+const std::vector<Rule>& Limiter::rules() const { return state_->rules; }
+const LimiterOptions& Limiter::options() const { return state_->options; }
+
+LimiterStats Limiter::Stats() const {
+  auto get = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  return {get(state_->checks),       get(state_->allowed),        get(state_->rejected),
+          get(state_->store_errors), get(state_->failure_policy), get(state_->invalid_requests)};
+}
+
+}  // namespace sluice

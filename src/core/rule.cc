@@ -1,0 +1,78 @@
+#include "sluice/rule.h"
+
+#include <algorithm>
+#include <string>
+
+namespace sluice {
+namespace {
+
+// A full refill must take less than this, so that every expiry and retry the script computes
+// is an integer that Lua prints without an exponent (fewer than 14 digits).
+constexpr double kMaxRefillMs = 10.0 * 366 * 24 * 3600 * 1000;
+
+bool IsNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_' || c == '.';
+}
+
+// Names, attributes and bucket families end up in keys, headers and metrics: keep them plain.
+Status CheckName(std::string_view what, std::string_view value, size_t max_length) {
+  if (value.empty()) return Status::InvalidArgument(std::string(what) + " is empty");
+  if (value.size() > max_length) {
+    return Status::InvalidArgument(std::string(what) + " is longer than " +
+                                   std::to_string(max_length) + " characters");
+  }
+  if (!std::all_of(value.begin(), value.end(), IsNameChar)) {
+    return Status::InvalidArgument(std::string(what) + " \"" + std::string(value) +
+                                   "\" may hold only letters, digits, '-', '_' and '.'");
+  }
+  return {};
+}
+
+// "ip", "key", "tenant", or "header:NAME".
+Status CheckAttribute(std::string_view attribute) {
+  constexpr std::string_view kHeader = "header:";
+  if (attribute.starts_with(kHeader)) {
+    return CheckName("header name", attribute.substr(kHeader.size()), 128);
+  }
+  return CheckName("attribute", attribute, 64);
+}
+
+Status CheckRange(std::string_view what, int64_t value, int64_t low, int64_t high) {
+  if (value < low || value > high) {
+    return Status::InvalidArgument(std::string(what) + " is " + std::to_string(value) +
+                                   "; it must be between " + std::to_string(low) + " and " +
+                                   std::to_string(high));
+  }
+  return {};
+}
+
+}  // namespace
+
+Status Limit::Validate() const {
+  if (Status s = CheckRange("capacity", capacity, 1, kMaxCapacity); !s.ok()) return s;
+  if (Status s = CheckRange("tokens", tokens, 1, kMaxCapacity); !s.ok()) return s;
+  if (Status s = CheckRange("period", period_ms, 1, kMaxPeriodMs); !s.ok()) return s;
+  const double refill_ms =
+      static_cast<double>(capacity) * static_cast<double>(period_ms) / static_cast<double>(tokens);
+  if (refill_ms > kMaxRefillMs) {
+    return Status::InvalidArgument("an empty bucket would take longer than ten years to refill");
+  }
+  return {};
+}
+
+Status Rule::Validate() const {
+  auto in_rule = [this](const Status& s) {
+    return Status::InvalidArgument("rule \"" + name + "\": " + s.message());
+  };
+  if (Status s = CheckName("rule name", name, 128); !s.ok()) return s;
+  if (Status s = CheckAttribute(attribute); !s.ok()) return in_rule(s);
+  if (!bucket.empty()) {
+    if (Status s = CheckName("bucket", bucket, 64); !s.ok()) return in_rule(s);
+  }
+  if (Status s = limit.Validate(); !s.ok()) return in_rule(s);
+  if (Status s = CheckRange("cost", cost, 0, limit.capacity); !s.ok()) return in_rule(s);
+  return {};
+}
+
+}  // namespace sluice

@@ -1,0 +1,46 @@
+#include "sluice/token_bucket.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace sluice {
+namespace {
+
+// Redis's Lua turns a number into a string with "%.14g" when it is passed to a command, so
+// HSET stores the tokens rounded to 14 significant digits; the next check reads that back.
+double AsStoredByLua(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.14g", value);
+  return std::strtod(text, nullptr);
+}
+
+}  // namespace
+
+// Mirrors token_bucket.lua line by line; keep the two in step.
+TakeOutcome TakeTokens(const std::optional<BucketState>& state, const Limit& limit, int64_t cost,
+                       int64_t now_ms) {
+  const auto capacity = static_cast<double>(limit.capacity);
+  const double per_ms = static_cast<double>(limit.tokens) / static_cast<double>(limit.period_ms);
+  const auto want = static_cast<double>(cost);
+
+  double tokens = state ? state->tokens : capacity;
+  const int64_t ts = state ? state->updated_ms : now_ms;
+  tokens =
+      std::min(capacity, tokens + static_cast<double>(std::max<int64_t>(0, now_ms - ts)) * per_ms);
+
+  TakeOutcome out;
+  if (tokens >= want) {
+    tokens = std::min(capacity, tokens - want);
+    out.reply.allowed = true;
+  } else {
+    out.reply.retry_ms = static_cast<int64_t>(std::ceil((want - tokens) / per_ms));
+  }
+  out.state = {AsStoredByLua(tokens), now_ms};
+  out.ttl_ms = static_cast<int64_t>(std::ceil((capacity - tokens) / per_ms));
+  out.reply.remaining = static_cast<int64_t>(std::floor(tokens));
+  return out;
+}
+
+}  // namespace sluice

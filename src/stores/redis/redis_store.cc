@@ -1,0 +1,601 @@
+#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
+
+#include "sluice/redis_store.h"
+
+#include <hiredis/hiredis.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <boost/asio.hpp>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "resp_writer.h"
+
+namespace sluice {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr std::string_view kFunctionName = "sluice_token_bucket";
+// A NOSCRIPT answer is followed by a reload and a resend; twice in a row for one operation
+// means something else is wrong, and the check fails instead of looping.
+constexpr int kMaxResends = 2;
+
+struct ReplyDeleter {
+  void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
+
+struct ReaderDeleter {
+  void operator()(redisReader* r) const { redisReaderFree(r); }
+};
+using ReaderPtr = std::unique_ptr<redisReader, ReaderDeleter>;
+
+std::string_view ErrorText(const redisReply& reply) {
+  return {reply.str, static_cast<size_t>(reply.len)};
+}
+
+bool IsError(const redisReply& reply) { return reply.type == REDIS_REPLY_ERROR; }
+
+// The server no longer has the code: a restart, SCRIPT FLUSH, failover, or FUNCTION FLUSH.
+bool IsMissingCode(std::string_view error) {
+  return error.starts_with("NOSCRIPT") || error.starts_with("ERR Function not found");
+}
+
+Result<BucketReply> ParseBucketReply(const redisReply& reply) {
+  if (reply.type != REDIS_REPLY_ARRAY || reply.elements != 3) {
+    return Status::StoreError("unexpected reply to the token bucket script");
+  }
+  for (size_t i = 0; i < 3; ++i) {
+    if (reply.element[i]->type != REDIS_REPLY_INTEGER) {
+      return Status::StoreError("token bucket script returned a non-integer");
+    }
+  }
+  return BucketReply{reply.element[0]->integer == 1, reply.element[1]->integer,
+                     reply.element[2]->integer};
+}
+
+}  // namespace
+
+std::string TokenBucketFunctionLibrary() {
+  std::string library = "#!lua name=sluice\n\nredis.register_function('";
+  library.append(kFunctionName).append("', function(KEYS, ARGV)\n");
+  library.append(TokenBucketScript());
+  library.append("end)\n");
+  return library;
+}
+
+// One auto-pipelined connection and the thread that runs it. Everything but Submit and the
+// readers of atomics runs on that thread, so the connection's state needs no lock.
+class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  explicit Connection(RedisOptions options)
+      : options_(std::move(options)),
+        socket_(io_),
+        resolver_(io_),
+        connect_timer_(io_),
+        reconnect_timer_(io_),
+        deadline_timer_(io_),
+        work_(asio::make_work_guard(io_)),
+        rng_(std::random_device{}()) {
+    last_error_ = "connecting to " + Address();
+  }
+
+  // Starts the thread, which keeps the connection alive until its io_context runs dry.
+  void Start() {
+    asio::post(io_, [this] { Connect(); });
+    thread_ = std::thread([self = shared_from_this()] { self->io_.run(); });
+  }
+
+  // Fails what is pending and ends the thread. Callable from any thread, the connection's own
+  // included: a callback may hold the last reference to the store.
+  void Stop() {
+    asio::post(io_, [this] { Shutdown(); });
+    work_.reset();
+    if (std::this_thread::get_id() == thread_.get_id()) {
+      thread_.detach();
+    } else {
+      thread_.join();
+    }
+  }
+
+  void Submit(std::vector<BucketOp> ops, StoreCallback done) {
+    auto check = std::make_shared<Check>();
+    check->ops = std::move(ops);
+    check->done = std::move(done);
+    check->replies.resize(check->ops.size());
+    check->outstanding = check->ops.size();
+    check->deadline = Clock::now() + options_.timeout;
+    {
+      std::lock_guard lock(submit_mutex_);
+      if (!stopped_) {
+        submitted_.push_back(std::move(check));
+        if (!drain_posted_) {
+          drain_posted_ = true;
+          asio::post(io_, [this] { DrainSubmitted(); });
+        }
+        return;
+      }
+    }
+    check->done(Status::Unavailable("the redis store is stopped"));
+  }
+
+  bool Ready() const { return ready_.load(std::memory_order_acquire); }
+
+  bool WaitReady(std::chrono::milliseconds timeout) const {
+    std::unique_lock lock(ready_mutex_);
+    return ready_changed_.wait_for(lock, timeout, [this] { return Ready(); });
+  }
+
+  RedisStoreStats Stats() const {
+    auto get = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+    return {get(connects_), get(script_loads_), get(commands_), get(writes_), get(timeouts_)};
+  }
+
+ private:
+  // One Apply: its operations, the replies gathered so far, and when it gives up.
+  struct Check {
+    std::vector<BucketOp> ops;
+    StoreCallback done;
+    std::vector<BucketReply> replies;
+    size_t outstanding = 0;
+    std::vector<int> resends;  // per operation, filled on the first NOSCRIPT
+    Clock::time_point deadline;
+    bool finished = false;
+
+    void Finish(Result<std::vector<BucketReply>> result) {
+      if (finished) return;
+      finished = true;
+      done(std::move(result));
+    }
+  };
+  using CheckPtr = std::shared_ptr<Check>;
+
+  // A command written and not yet answered. Replies arrive in the order commands were written.
+  struct Pending {
+    enum class Kind { kHandshake, kLoad, kBucket } kind;
+    CheckPtr check;  // for kBucket
+    size_t op = 0;   // for kBucket: which operation of the check
+  };
+
+  enum class State { kConnecting, kReady, kBackoff, kStopped };
+
+  std::string Address() const { return options_.host + ":" + std::to_string(options_.port); }
+
+  // --- Connecting ---------------------------------------------------------------------------
+
+  void Connect() {
+    state_ = State::kConnecting;
+    connect_timer_.expires_after(options_.connect_timeout);
+    connect_timer_.async_wait([this, gen = generation_](boost::system::error_code ec) {
+      if (!ec && gen == generation_ && state_ == State::kConnecting) {
+        Disconnect("timed out connecting to " + Address());
+      }
+    });
+    resolver_.async_resolve(
+        options_.host, std::to_string(options_.port),
+        [this, gen = generation_](boost::system::error_code ec, tcp::resolver::results_type hosts) {
+          if (gen != generation_ || state_ != State::kConnecting) return;
+          if (ec) return Disconnect("cannot resolve " + options_.host + ": " + ec.message());
+          asio::async_connect(socket_, hosts,
+                              [this, gen](boost::system::error_code ec, const tcp::endpoint&) {
+                                if (gen != generation_ || state_ != State::kConnecting) return;
+                                if (ec) return Disconnect(Address() + ": " + ec.message());
+                                Handshake();
+                              });
+        });
+  }
+
+  // AUTH, SELECT and the script load go out together; checks wait for their answers.
+  void Handshake() {
+    socket_.set_option(tcp::no_delay(true));
+    reader_.reset(redisReaderCreate());
+    redis::RespWriter out(out_);
+    if (!options_.password.empty()) {
+      if (options_.username.empty()) {
+        out.Write({"AUTH", options_.password});
+      } else {
+        out.Write({"AUTH", options_.username, options_.password});
+      }
+      pending_.push_back({Pending::Kind::kHandshake, nullptr, 0});
+    }
+    if (options_.db != 0) {
+      out.Write({"SELECT", std::to_string(options_.db)});
+      pending_.push_back({Pending::Kind::kHandshake, nullptr, 0});
+    }
+    WriteLoad();
+    pending_.back().kind = Pending::Kind::kHandshake;
+    ReadMore();
+    Flush();
+  }
+
+  void WriteLoad() {
+    redis::RespWriter out(out_);
+    if (options_.mode == ScriptMode::kEvalsha) {
+      out.Write({"SCRIPT", "LOAD", TokenBucketScript()});
+    } else {
+      out.Write({"FUNCTION", "LOAD", "REPLACE", function_library_});
+    }
+    pending_.push_back({Pending::Kind::kLoad, nullptr, 0});
+    script_loads_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  void BecomeReady() {
+    connect_timer_.cancel();
+    state_ = State::kReady;
+    backoff_attempt_ = 0;
+    connects_.fetch_add(1, std::memory_order_relaxed);
+    SetReady(true);
+    std::deque<CheckPtr> waiting = std::move(waiting_);
+    waiting_.clear();
+    for (CheckPtr& check : waiting) Send(check);
+    Flush();
+  }
+
+  // Drops the connection, fails what it carried, and schedules the next attempt.
+  void Disconnect(std::string reason) {
+    if (state_ == State::kStopped) return;
+    ++generation_;
+    last_error_ = std::move(reason);
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+    writing_ = false;  // the aborted write's handler sees a new generation and does nothing
+    connect_timer_.cancel();
+    SetReady(false);
+    FailAll(Status::Unavailable(last_error_));
+    state_ = State::kBackoff;
+    reconnect_timer_.expires_after(NextBackoff());
+    reconnect_timer_.async_wait([this](boost::system::error_code ec) {
+      if (!ec && state_ == State::kBackoff) Connect();
+    });
+  }
+
+  std::chrono::milliseconds NextBackoff() {
+    auto delay = options_.reconnect_min * (1LL << std::min(backoff_attempt_++, 16));
+    delay = std::min<std::chrono::milliseconds>(delay, options_.reconnect_max);
+    // Jitter, so that gateways that lost the same server do not return in lockstep.
+    std::uniform_int_distribution<int64_t> half(delay.count() / 2, delay.count());
+    return std::chrono::milliseconds(half(rng_));
+  }
+
+  void FailAll(const Status& error) {
+    for (Pending& p : pending_) {
+      if (p.check) p.check->Finish(error);
+    }
+    pending_.clear();
+    for (CheckPtr& check : waiting_) check->Finish(error);
+    waiting_.clear();
+    out_.clear();
+    ops_in_flight_ = 0;
+    reload_queued_ = false;
+    idle_since_write_ = true;
+  }
+
+  void Shutdown() {
+    {
+      std::lock_guard lock(submit_mutex_);
+      stopped_ = true;
+    }
+    DrainSubmitted();
+    state_ = State::kStopped;
+    ++generation_;
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+    resolver_.cancel();
+    connect_timer_.cancel();
+    reconnect_timer_.cancel();
+    deadline_timer_.cancel();
+    SetReady(false);
+    FailAll(Status::Unavailable("the redis store is stopped"));
+  }
+
+  void SetReady(bool ready) {
+    {
+      std::lock_guard lock(ready_mutex_);
+      ready_.store(ready, std::memory_order_release);
+    }
+    ready_changed_.notify_all();
+  }
+
+  // --- Sending ------------------------------------------------------------------------------
+
+  void DrainSubmitted() {
+    std::vector<CheckPtr> batch;
+    {
+      std::lock_guard lock(submit_mutex_);
+      batch.swap(submitted_);
+      drain_posted_ = false;
+    }
+    for (CheckPtr& check : batch) Accept(std::move(check));
+    Flush();
+    ArmDeadlineTimer();
+  }
+
+  void Accept(CheckPtr check) {
+    switch (state_) {
+      case State::kReady:
+        if (ops_in_flight_ + check->ops.size() > options_.max_in_flight) {
+          return check->Finish(Status::ResourceExhausted(
+              "more than " + std::to_string(options_.max_in_flight) + " operations in flight"));
+        }
+        deadlines_.push_back(check);
+        return Send(check);
+      case State::kConnecting:
+        deadlines_.push_back(check);
+        waiting_.push_back(std::move(check));
+        return;
+      case State::kBackoff:
+      case State::kStopped:
+        return check->Finish(Status::Unavailable(last_error_));
+    }
+  }
+
+  void Send(const CheckPtr& check) {
+    if (check->finished) return;
+    for (size_t i = 0; i < check->ops.size(); ++i) SendOp(check, i);
+  }
+
+  void SendOp(const CheckPtr& check, size_t i) {
+    const BucketOp& op = check->ops[i];
+    redis::RespWriter out(out_);
+    out.Command(8);
+    if (options_.mode == ScriptMode::kEvalsha) {
+      out.Arg("EVALSHA").Arg(script_sha_);
+    } else {
+      out.Arg("FCALL").Arg(kFunctionName);
+    }
+    out.Arg("1").Arg(op.key).Arg(op.limit.capacity).Arg(op.limit.tokens).Arg(op.limit.period_ms);
+    out.Arg(op.cost);
+    pending_.push_back({Pending::Kind::kBucket, check, i});
+    ++ops_in_flight_;
+    commands_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  // Writes everything queued in one socket write; what queues meanwhile goes in the next one.
+  void Flush() {
+    if (writing_ || out_.empty() || state_ == State::kBackoff || state_ == State::kStopped) return;
+    writing_ = true;
+    writing_buffer_.swap(out_);
+    out_.clear();
+    if (idle_since_write_) {
+      last_progress_ = Clock::now();
+      idle_since_write_ = false;
+    }
+    writes_.fetch_add(1, std::memory_order_relaxed);
+    asio::async_write(socket_, asio::buffer(writing_buffer_),
+                      [this, gen = generation_](boost::system::error_code ec, size_t) {
+                        if (gen != generation_) return;
+                        writing_ = false;
+                        if (ec) return Disconnect("writing to " + Address() + ": " + ec.message());
+                        Flush();
+                      });
+  }
+
+  // --- Receiving ----------------------------------------------------------------------------
+
+  void ReadMore() {
+    socket_.async_read_some(
+        asio::buffer(read_buffer_),
+        [this, gen = generation_](boost::system::error_code ec, size_t n) {
+          if (gen != generation_) return;
+          if (ec) {
+            return Disconnect(ec == asio::error::eof
+                                  ? Address() + " closed the connection"
+                                  : "reading from " + Address() + ": " + ec.message());
+          }
+          last_progress_ = Clock::now();
+          if (redisReaderFeed(reader_.get(), read_buffer_.data(), n) != REDIS_OK) {
+            return Disconnect("malformed reply from " + Address());
+          }
+          if (!ProcessReplies(gen)) return;
+          Flush();
+          ReadMore();
+        });
+  }
+
+  // Handles every complete reply; false when the connection was dropped on the way.
+  bool ProcessReplies(uint64_t gen) {
+    for (;;) {
+      void* raw = nullptr;
+      if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
+        Disconnect("malformed reply from " + Address());
+        return false;
+      }
+      if (raw == nullptr) return true;
+      ReplyPtr reply(static_cast<redisReply*>(raw));
+      if (pending_.empty()) {
+        Disconnect("unexpected reply from " + Address());
+        return false;
+      }
+      Pending p = std::move(pending_.front());
+      pending_.pop_front();
+      if (pending_.empty()) idle_since_write_ = true;
+      OnReply(p, *reply);
+      if (gen != generation_) return false;
+    }
+  }
+
+  void OnReply(Pending& p, const redisReply& reply) {
+    switch (p.kind) {
+      case Pending::Kind::kHandshake:
+      case Pending::Kind::kLoad:
+        return OnSetupReply(p, reply);
+      case Pending::Kind::kBucket:
+        return OnBucketReply(p, reply);
+    }
+  }
+
+  void OnSetupReply(const Pending& p, const redisReply& reply) {
+    if (IsError(reply)) {
+      return Disconnect(Address() +
+                        " refused the connection's setup: " + std::string(ErrorText(reply)));
+    }
+    if (options_.mode == ScriptMode::kEvalsha && reply.type == REDIS_REPLY_STRING) {
+      script_sha_.assign(reply.str, static_cast<size_t>(reply.len));  // SCRIPT LOAD's digest
+    }
+    if (p.kind == Pending::Kind::kLoad) reload_queued_ = false;
+    if (p.kind == Pending::Kind::kHandshake && state_ == State::kConnecting && LastSetupReply()) {
+      BecomeReady();
+    }
+  }
+
+  bool LastSetupReply() const {
+    return std::none_of(pending_.begin(), pending_.end(),
+                        [](const Pending& q) { return q.kind == Pending::Kind::kHandshake; });
+  }
+
+  void OnBucketReply(const Pending& p, const redisReply& reply) {
+    --ops_in_flight_;
+    Check& check = *p.check;
+    if (check.finished) return;
+    if (IsError(reply)) {
+      std::string_view error = ErrorText(reply);
+      if (IsMissingCode(error)) return Resend(p.check, p.op, error);
+      return check.Finish(Status::StoreError(std::string(error)));
+    }
+    Result<BucketReply> parsed = ParseBucketReply(reply);
+    if (!parsed.ok()) return check.Finish(parsed.status());
+    check.replies[p.op] = *parsed;
+    if (--check.outstanding == 0) check.Finish(std::move(check.replies));
+  }
+
+  // The server lost the script: load it again (once for all the commands that noticed), then
+  // send this operation again behind the load. It never ran, so it is sent exactly once more.
+  void Resend(const CheckPtr& check, size_t op, std::string_view error) {
+    if (check->resends.empty()) check->resends.resize(check->ops.size());
+    if (++check->resends[op] > kMaxResends) {
+      return check->Finish(Status::StoreError("still " + std::string(error) + " after reloading"));
+    }
+    if (!reload_queued_) {
+      WriteLoad();
+      reload_queued_ = true;
+    }
+    SendOp(check, op);
+  }
+
+  // --- Deadlines ----------------------------------------------------------------------------
+
+  // One timer for every check: they share the timeout, so deadlines come in submission order.
+  void ArmDeadlineTimer() {
+    if (timer_armed_ || state_ == State::kStopped) return;
+    while (!deadlines_.empty() && deadlines_.front()->finished) deadlines_.pop_front();
+    std::optional<Clock::time_point> next;
+    if (!deadlines_.empty()) next = deadlines_.front()->deadline;
+    if (!pending_.empty()) {
+      auto stall = last_progress_ + StallLimit();
+      next = next ? std::min(*next, stall) : stall;
+    }
+    if (!next) return;
+    timer_armed_ = true;
+    deadline_timer_.expires_at(*next);
+    deadline_timer_.async_wait([this](boost::system::error_code ec) {
+      timer_armed_ = false;
+      if (ec || state_ == State::kStopped) return;
+      ExpireChecks();
+      ArmDeadlineTimer();
+    });
+  }
+
+  void ExpireChecks() {
+    const auto now = Clock::now();
+    while (!deadlines_.empty() &&
+           (deadlines_.front()->finished || deadlines_.front()->deadline <= now)) {
+      CheckPtr check = std::move(deadlines_.front());
+      deadlines_.pop_front();
+      if (check->finished) continue;
+      timeouts_.fetch_add(1, std::memory_order_relaxed);
+      check->Finish(Status::DeadlineExceeded("no answer from " + Address() + " within " +
+                                             std::to_string(options_.timeout.count()) + " ms"));
+    }
+    // A server that has stopped answering (hung, paused, a dead peer that sent no FIN) is
+    // dropped so that the reconnect logic can find it again.
+    if (!pending_.empty() && now - last_progress_ >= StallLimit()) {
+      Disconnect("no reply from " + Address() + " for " + std::to_string(StallLimit().count()) +
+                 " ms");
+    }
+  }
+
+  std::chrono::milliseconds StallLimit() const {
+    return std::max<std::chrono::milliseconds>(std::chrono::seconds(1), 10 * options_.timeout);
+  }
+
+  // --- Members ------------------------------------------------------------------------------
+
+  const RedisOptions options_;
+  const std::string function_library_ = TokenBucketFunctionLibrary();
+
+  asio::io_context io_;
+  tcp::socket socket_;
+  tcp::resolver resolver_;
+  asio::steady_timer connect_timer_;
+  asio::steady_timer reconnect_timer_;
+  asio::steady_timer deadline_timer_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  std::thread thread_;
+
+  // Shared with submitting threads.
+  std::mutex submit_mutex_;
+  std::vector<CheckPtr> submitted_;
+  bool drain_posted_ = false;
+  bool stopped_ = false;
+
+  mutable std::mutex ready_mutex_;
+  mutable std::condition_variable ready_changed_;
+  std::atomic<bool> ready_{false};
+
+  std::atomic<uint64_t> connects_{0};
+  std::atomic<uint64_t> script_loads_{0};
+  std::atomic<uint64_t> commands_{0};
+  std::atomic<uint64_t> writes_{0};
+  std::atomic<uint64_t> timeouts_{0};
+
+  // The connection's own thread only.
+  State state_ = State::kConnecting;
+  uint64_t generation_ = 0;  // bumped on every disconnect; stale handlers see a new value
+  std::string last_error_;
+  std::string script_sha_;
+  ReaderPtr reader_;
+  std::array<char, 64 * 1024> read_buffer_;
+  std::string out_;             // commands waiting for the next write
+  std::string writing_buffer_;  // the write in progress
+  bool writing_ = false;
+  std::deque<Pending> pending_;
+  std::deque<CheckPtr> waiting_;    // submitted while connecting
+  std::deque<CheckPtr> deadlines_;  // unfinished checks, oldest first
+  size_t ops_in_flight_ = 0;
+  bool reload_queued_ = false;
+  bool timer_armed_ = false;
+  bool idle_since_write_ = true;
+  Clock::time_point last_progress_ = Clock::now();
+  int backoff_attempt_ = 0;
+  std::mt19937_64 rng_;
+};
+
+RedisStore::RedisStore(RedisOptions options)
+    : connection_(std::make_shared<Connection>(std::move(options))) {
+  connection_->Start();
+}
+
+RedisStore::~RedisStore() { connection_->Stop(); }
+
+void RedisStore::Apply(std::vector<BucketOp> ops, StoreCallback done) {
+  connection_->Submit(std::move(ops), std::move(done));
+}
+
+bool RedisStore::Ready() const { return connection_->Ready(); }
+
+bool RedisStore::WaitReady(std::chrono::milliseconds timeout) const {
+  return connection_->WaitReady(timeout);
+}
+
+RedisStoreStats RedisStore::Stats() const { return connection_->Stats(); }
+
+}  // namespace sluice

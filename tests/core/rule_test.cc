@@ -1,0 +1,62 @@
+#include "sluice/rule.h"
+
+#include <gtest/gtest.h>
+
+namespace sluice {
+namespace {
+
+Rule Valid() { return {"per-key", "key", "", {100, 100, 60'000}, 1}; }
+
+TEST(RuleTest, AcceptsAWellFormedRule) {
+  EXPECT_TRUE(Valid().Validate().ok());
+  Rule header = Valid();
+  header.attribute = "header:X-Client-Id";
+  EXPECT_TRUE(header.Validate().ok());
+}
+
+struct BadRule {
+  const char* name;
+  void (*change)(Rule&);
+  const char* mentions;
+};
+
+class RuleRejectsTest : public ::testing::TestWithParam<BadRule> {};
+
+INSTANTIATE_TEST_SUITE_P(
+    BadInput, RuleRejectsTest,
+    ::testing::Values(
+        BadRule{"ZeroCapacity", [](Rule& r) { r.limit.capacity = 0; }, "capacity"},
+        BadRule{"NegativeCapacity", [](Rule& r) { r.limit.capacity = -5; }, "capacity"},
+        BadRule{"HugeCapacity", [](Rule& r) { r.limit.capacity = INT64_MAX; }, "capacity"},
+        BadRule{"ZeroTokens", [](Rule& r) { r.limit.tokens = 0; }, "tokens"},
+        BadRule{"ZeroPeriod", [](Rule& r) { r.limit.period_ms = 0; }, "period"},
+        BadRule{"NegativePeriod", [](Rule& r) { r.limit.period_ms = -1; }, "period"},
+        BadRule{"HugePeriod", [](Rule& r) { r.limit.period_ms = INT64_MAX; }, "period"},
+        BadRule{"NegativeCost", [](Rule& r) { r.cost = -1; }, "cost"},
+        BadRule{"CostAboveCapacity", [](Rule& r) { r.cost = 101; }, "cost"},
+        BadRule{"EndlessRefill",
+                [](Rule& r) {
+                  r.limit = {Limit::kMaxCapacity, 1, Limit::kMaxPeriodMs};
+                },
+                "refill"},
+        BadRule{"EmptyName", [](Rule& r) { r.name = ""; }, "rule name"},
+        BadRule{"NameWithSpace", [](Rule& r) { r.name = "per key"; }, "rule name"},
+        BadRule{"EmptyAttribute", [](Rule& r) { r.attribute = ""; }, "attribute"},
+        BadRule{"AttributeWithColon", [](Rule& r) { r.attribute = "a:b"; }, "attribute"},
+        BadRule{"AttributeWithNewline", [](Rule& r) { r.attribute = "a\nb"; }, "attribute"},
+        BadRule{"EmptyHeaderName", [](Rule& r) { r.attribute = "header:"; }, "header name"},
+        BadRule{"BucketWithColon", [](Rule& r) { r.bucket = "ip:x"; }, "bucket"},
+        BadRule{"HugeName", [](Rule& r) { r.name = std::string(10'240, 'a'); }, "rule name"}),
+    [](const auto& info) { return info.param.name; });
+
+TEST_P(RuleRejectsTest, WithAClearMessage) {
+  Rule rule = Valid();
+  GetParam().change(rule);
+  Status status = rule.Validate();
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find(GetParam().mentions), std::string::npos) << status.message();
+}
+
+}  // namespace
+}  // namespace sluice

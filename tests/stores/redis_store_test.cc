@@ -1,0 +1,367 @@
+// The Redis store against real redis-server processes: atomicity, expiry, the server's clock,
+// lost scripts, outages, authentication and pipelining.
+#include "sluice/redis_store.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <future>
+#include <thread>
+
+#include "sluice/limiter.h"
+#include "support/redis_server.h"
+
+namespace sluice {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::RedisClient;
+using testing::RedisServer;
+
+const Limit kHundredPerHour{100, 100, 3'600'000};
+const Limit kHundredPerMinute{100, 100, 60'000};
+
+std::unique_ptr<Limiter> MakeLimiter(std::shared_ptr<Store> store, Limit limit,
+                                     FailurePolicy failure = FailurePolicy::kOpen) {
+  LimiterOptions options;
+  options.failure = failure;
+  auto limiter = Limiter::Create({{"per-key", "key", "", limit, 1}}, options, std::move(store));
+  EXPECT_TRUE(limiter.ok()) << limiter.status().ToString();
+  return std::move(limiter).value();
+}
+
+std::shared_ptr<RedisStore> Connect(RedisOptions options) {
+  auto store = std::make_shared<RedisStore>(options);
+  EXPECT_TRUE(store->WaitReady(std::chrono::seconds(5)));
+  return store;
+}
+
+Result<std::vector<BucketReply>> ApplyBlocking(Store& store, std::vector<BucketOp> ops) {
+  std::promise<Result<std::vector<BucketReply>>> promise;
+  store.Apply(std::move(ops), [&](auto r) { promise.set_value(std::move(r)); });
+  return promise.get_future().get();
+}
+
+// Waits until a check is decided by the store itself again, or gives up after `limit`.
+bool RecoversWithin(const Limiter& limiter, milliseconds limit) {
+  const auto give_up = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < give_up) {
+    if (limiter.CheckBlocking({{"key", "recover"}}).checked) return true;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return false;
+}
+
+// --- Atomicity ----------------------------------------------------------------------------
+
+TEST(RedisAtomicityTest, FiftyThreadsOnOneBucketAdmitExactlyItsCapacity) {
+  RedisServer server;
+  // Five gateways, ten threads each, all on one bucket of 100 that refills too slowly to matter.
+  std::vector<std::unique_ptr<Limiter>> gateways;
+  for (int g = 0; g < 5; ++g)
+    gateways.push_back(MakeLimiter(Connect(server.Options()), kHundredPerHour));
+  std::atomic<int> admitted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 50; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        Decision d = gateways[t % 5]->CheckBlocking({{"key", "hot"}});
+        ASSERT_TRUE(d.checked) << d.error.ToString();
+        if (d.allowed) admitted.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(admitted.load(), 100);
+}
+
+// The broken way, kept here only to show what the script prevents: read, decide and write as
+// three separate commands, so two clients can spend the same token.
+bool ReadDecideWrite(RedisClient& client, const std::string& key) {
+  std::string tokens = client.String({"HGET", key, "tokens"});
+  double have = tokens.empty() ? 100 : std::stod(tokens);
+  if (have < 1) return false;
+  std::this_thread::yield();  // the gap that real network latency opens wider
+  client.Command({"HSET", key, "tokens", std::to_string(have - 1)});
+  return true;
+}
+
+TEST(RedisAtomicityTest, SeparateReadDecideWriteLetsMoreThanCapacityThrough) {
+  RedisServer server;
+  std::atomic<int> admitted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 50; ++t) {
+    threads.emplace_back([&] {
+      RedisClient client(server.port());
+      for (int i = 0; i < 10; ++i) {
+        if (ReadDecideWrite(client, "rl:key:hot")) admitted.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_GT(admitted.load(), 100);
+}
+
+// --- Expiry -------------------------------------------------------------------------------
+
+TEST(RedisExpiryTest, KeyLivesExactlyUntilTheBucketIsFullAgain) {
+  RedisServer server;
+  auto limiter = MakeLimiter(Connect(server.Options()), kHundredPerMinute);
+  auto client = server.Client();
+  ASSERT_TRUE(limiter->CheckBlocking({{"key", "ak_abc123"}}).allowed);
+  long long pttl = client->Integer({"PTTL", "rl:key:ak_abc123"});
+  EXPECT_GT(pttl, 500);
+  EXPECT_LE(pttl, 600);
+  std::this_thread::sleep_for(milliseconds(700));
+  EXPECT_EQ(client->Integer({"EXISTS", "rl:key:ak_abc123"}), 0);
+}
+
+TEST(RedisExpiryTest, KeyHoldsTokensAndTimestampOnly) {
+  RedisServer server;
+  auto limiter = MakeLimiter(Connect(server.Options()), kHundredPerMinute);
+  auto client = server.Client();
+  limiter->CheckBlocking({{"key", "fields"}});
+  EXPECT_EQ(client->String({"HGET", "rl:key:fields", "tokens"}), "99");
+  EXPECT_EQ(client->Integer({"HLEN", "rl:key:fields"}), 2);
+}
+
+// --- Lost scripts -------------------------------------------------------------------------
+
+TEST(RedisScriptTest, ScriptFlushUnderLoadReachesNoCaller) {
+  RedisServer server;
+  auto store = Connect(server.Options());
+  auto limiter = MakeLimiter(store, {1'000'000, 1'000'000, 3'600'000});
+  auto client = server.Client();
+  std::atomic<bool> stop{false};
+  std::atomic<int> errors{0}, checks{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      while (!stop) {
+        Decision d = limiter->CheckBlocking({{"key", "flush" + std::to_string(t)}});
+        if (!d.checked) errors.fetch_add(1);
+        checks.fetch_add(1);
+      }
+    });
+  }
+  for (int i = 0; i < 20; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+    EXPECT_EQ(client->String({"SCRIPT", "FLUSH"}), "OK");
+  }
+  stop = true;
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_GT(checks.load(), 100);
+  EXPECT_GT(store->Stats().script_loads, 1u);  // it did reload
+}
+
+TEST(RedisScriptTest, FunctionFlushIsRecoveredToo) {
+  RedisServer server;
+  RedisOptions options = server.Options();
+  options.mode = ScriptMode::kFunction;
+  auto store = Connect(options);
+  auto limiter = MakeLimiter(store, kHundredPerHour);
+  auto client = server.Client();
+  EXPECT_TRUE(limiter->CheckBlocking({{"key", "f"}}).checked);
+  EXPECT_EQ(client->String({"FUNCTION", "FLUSH"}), "OK");
+  Decision d = limiter->CheckBlocking({{"key", "f"}});
+  EXPECT_TRUE(d.checked) << d.error.ToString();
+  EXPECT_EQ(d.verdicts.at(0).remaining, 98);
+}
+
+class RedisRestartTest : public ::testing::TestWithParam<ScriptMode> {};
+
+TEST_P(RedisRestartTest, ChecksGoOnAfterARestartWithoutPersistence) {
+  RedisServer server;
+  RedisOptions options = server.Options();
+  options.mode = GetParam();
+  auto store = Connect(options);
+  auto limiter = MakeLimiter(store, kHundredPerHour);
+  EXPECT_TRUE(limiter->CheckBlocking({{"key", "r"}}).checked);
+  server.Kill();
+  server.Start();
+  ASSERT_TRUE(RecoversWithin(*limiter, std::chrono::seconds(5)));
+  Decision d = limiter->CheckBlocking({{"key", "r"}});
+  EXPECT_TRUE(d.checked) << d.error.ToString();
+  EXPECT_EQ(d.verdicts.at(0).remaining, 99);  // the restarted server forgot the bucket
+  EXPECT_GE(store->Stats().connects, 2u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, RedisRestartTest,
+                         ::testing::Values(ScriptMode::kEvalsha, ScriptMode::kFunction));
+
+// --- Outages ------------------------------------------------------------------------------
+
+class RedisFailurePolicyTest : public ::testing::TestWithParam<FailurePolicy> {};
+
+TEST_P(RedisFailurePolicyTest, StoppedServerGivesThePolicyThenRecovers) {
+  RedisServer server;
+  RedisOptions options = server.Options();
+  options.timeout = milliseconds(100);
+  auto limiter = MakeLimiter(Connect(options), kHundredPerHour, GetParam());
+  server.Kill();
+  for (int i = 0; i < 5; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    Decision d = limiter->CheckBlocking({{"key", "down"}});
+    EXPECT_LT(std::chrono::steady_clock::now() - start, options.timeout + milliseconds(200));
+    EXPECT_FALSE(d.checked);
+    EXPECT_EQ(d.allowed, GetParam() == FailurePolicy::kOpen);
+    EXPECT_NE(d.error.code(), StatusCode::kOk);
+  }
+  EXPECT_EQ(limiter->Stats().failure_policy, 5u);
+  server.Start();
+  EXPECT_TRUE(RecoversWithin(*limiter, std::chrono::seconds(5)));
+}
+
+TEST_P(RedisFailurePolicyTest, HungServerTimesOutThenRecovers) {
+  RedisServer server;
+  RedisOptions options = server.Options();
+  options.timeout = milliseconds(50);
+  auto limiter = MakeLimiter(Connect(options), kHundredPerHour, GetParam());
+  server.Pause();
+  auto start = std::chrono::steady_clock::now();
+  Decision d = limiter->CheckBlocking({{"key", "hung"}});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(250));
+  EXPECT_FALSE(d.checked);
+  EXPECT_EQ(d.error.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(d.allowed, GetParam() == FailurePolicy::kOpen);
+  server.Resume();
+  EXPECT_TRUE(RecoversWithin(*limiter, std::chrono::seconds(5)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, RedisFailurePolicyTest,
+                         ::testing::Values(FailurePolicy::kOpen, FailurePolicy::kClosed));
+
+TEST(RedisOutageTest, NoServerFailsFastWithUnavailable) {
+  RedisOptions options;
+  options.port = testing::FreePort();
+  RedisStore store(options);
+  EXPECT_FALSE(store.WaitReady(milliseconds(200)));
+  auto start = std::chrono::steady_clock::now();
+  auto replies = ApplyBlocking(store, {{"rl:key:x", kHundredPerHour, 1}});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, options.timeout + milliseconds(100));
+  ASSERT_FALSE(replies.ok());
+  EXPECT_EQ(replies.status().code(), StatusCode::kUnavailable);
+}
+
+TEST(RedisOutageTest, TooManyInFlightIsShedAtOnce) {
+  RedisServer server;
+  RedisOptions options = server.Options();
+  options.max_in_flight = 4;
+  options.timeout = milliseconds(300);
+  auto store = Connect(options);
+  server.Pause();
+  std::vector<std::future<Result<std::vector<BucketReply>>>> slow;
+  for (int i = 0; i < 4; ++i) {
+    auto promise = std::make_shared<std::promise<Result<std::vector<BucketReply>>>>();
+    slow.push_back(promise->get_future());
+    store->Apply({{"rl:key:a", kHundredPerHour, 1}},
+                 [promise](auto r) { promise->set_value(std::move(r)); });
+  }
+  std::this_thread::sleep_for(milliseconds(20));
+  auto start = std::chrono::steady_clock::now();
+  auto shed = ApplyBlocking(*store, {{"rl:key:b", kHundredPerHour, 1}});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(100));
+  ASSERT_FALSE(shed.ok());
+  EXPECT_EQ(shed.status().code(), StatusCode::kResourceExhausted);
+  for (auto& f : slow) EXPECT_EQ(f.get().status().code(), StatusCode::kDeadlineExceeded);
+  server.Resume();
+}
+
+TEST(RedisOutageTest, DestroyingTheStoreCompletesPendingChecks) {
+  RedisServer server;
+  auto store = Connect(server.Options());
+  server.Pause();
+  auto promise = std::make_shared<std::promise<Result<std::vector<BucketReply>>>>();
+  auto future = promise->get_future();
+  store->Apply({{"rl:key:a", kHundredPerHour, 1}},
+               [promise](auto r) { promise->set_value(std::move(r)); });
+  store.reset();
+  EXPECT_EQ(future.get().status().code(), StatusCode::kUnavailable);
+  server.Resume();
+}
+
+// --- Connection settings ------------------------------------------------------------------
+
+TEST(RedisConnectionTest, PasswordAndDatabase) {
+  RedisServer server({"--requirepass", "s3cret"});
+  RedisOptions options = server.Options();
+  options.password = "s3cret";
+  options.db = 3;
+  auto limiter = MakeLimiter(Connect(options), kHundredPerHour);
+  Decision d = limiter->CheckBlocking({{"key", "db"}});
+  EXPECT_TRUE(d.checked) << d.error.ToString();
+  RedisClient client(server.port());
+  client.Command({"AUTH", "s3cret"});
+  client.Command({"SELECT", "3"});
+  EXPECT_EQ(client.Integer({"EXISTS", "rl:key:db"}), 1);
+}
+
+TEST(RedisConnectionTest, AclUserAndPassword) {
+  RedisServer server;
+  server.Client()->Command({"ACL", "SETUSER", "gateway", "on", ">pw", "~rl:*", "+@all"});
+  RedisOptions options = server.Options();
+  options.username = "gateway";
+  options.password = "pw";
+  auto limiter = MakeLimiter(Connect(options), kHundredPerHour);
+  EXPECT_TRUE(limiter->CheckBlocking({{"key", "acl"}}).checked);
+}
+
+TEST(RedisConnectionTest, WrongPasswordIsAClearError) {
+  RedisServer server({"--requirepass", "right"});
+  RedisOptions options = server.Options();
+  options.password = "wrong";
+  RedisStore store(options);
+  EXPECT_FALSE(store.WaitReady(milliseconds(300)));
+  auto replies = ApplyBlocking(store, {{"rl:key:x", kHundredPerHour, 1}});
+  ASSERT_FALSE(replies.ok());
+  EXPECT_NE(replies.status().message().find("WRONGPASS"), std::string::npos)
+      << replies.status().message();
+}
+
+// --- Pipelining ---------------------------------------------------------------------------
+
+TEST(RedisPipelineTest, ConcurrentChecksShareSocketWrites) {
+  RedisServer server;
+  auto store = Connect(server.Options());
+  auto limiter = Limiter::Create({{"a", "ip", "", kHundredPerHour, 1},
+                                  {"b", "key", "", kHundredPerHour, 1},
+                                  {"c", "tenant", "", kHundredPerHour, 1}},
+                                 {}, store);
+  ASSERT_TRUE(limiter.ok());
+  const RedisStoreStats before = store->Stats();
+  std::atomic<int> done{0};
+  constexpr int kChecks = 2000;
+  for (int i = 0; i < kChecks; ++i) {
+    (*limiter)->Check({{"ip", std::to_string(i)}, {"key", "k"}, {"tenant", "t"}}, [&](Decision d) {
+      EXPECT_TRUE(d.checked);
+      done.fetch_add(1);
+    });
+  }
+  while (done.load() < kChecks) std::this_thread::sleep_for(milliseconds(1));
+  const RedisStoreStats after = store->Stats();
+  EXPECT_EQ(after.commands - before.commands, 3u * kChecks);
+  EXPECT_LT(after.writes - before.writes, kChecks / 4u);
+}
+
+// --- Bad input ----------------------------------------------------------------------------
+
+TEST(RedisBadInputTest, HostileValuesBecomeSafeDistinctKeys) {
+  RedisServer server;
+  auto limiter = MakeLimiter(Connect(server.Options()), kHundredPerHour);
+  const std::vector<std::string> values = {"",    "a b", "line\r\nFLUSHALL", "x:y", "{tag}",
+                                           "%41", "A"};
+  for (const std::string& v : values) {
+    Decision d = limiter->CheckBlocking({{"key", v}});
+    EXPECT_TRUE(d.checked && d.allowed) << d.error.ToString();
+    EXPECT_EQ(d.verdicts.at(0).remaining, 99) << "value \"" << v << "\" shared a bucket";
+  }
+  EXPECT_EQ(server.Client()->Integer({"DBSIZE"}), static_cast<long long>(values.size()));
+  Decision big = limiter->CheckBlocking({{"key", std::string(10 * 1024, 'x')}});
+  EXPECT_FALSE(big.allowed);
+  EXPECT_EQ(big.error.code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace sluice

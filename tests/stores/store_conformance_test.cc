@@ -1,0 +1,235 @@
+// One behavioural suite for buckets and decisions, run on every store: the in-process store and
+// a real redis-server in both script modes must decide alike.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <functional>
+#include <future>
+#include <memory>
+#include <thread>
+
+#include "sluice/limiter.h"
+#include "sluice/memory_store.h"
+#include "sluice/redis_store.h"
+#include "support/redis_server.h"
+
+namespace sluice {
+namespace {
+
+using testing::RedisServer;
+
+struct StoreKind {
+  const char* name;
+  bool needs_redis;
+  // Makes a store; `server` is a running redis-server when the kind needs one.
+  std::function<std::shared_ptr<Store>(RedisServer* server)> make;
+};
+
+std::shared_ptr<Store> MakeRedis(RedisServer* server, ScriptMode mode) {
+  RedisOptions options = server->Options();
+  options.mode = mode;
+  auto store = std::make_shared<RedisStore>(options);
+  EXPECT_TRUE(store->WaitReady(std::chrono::seconds(5)));
+  return store;
+}
+
+class StoreConformanceTest : public ::testing::TestWithParam<StoreKind> {
+ protected:
+  void SetUp() override {
+    if (GetParam().needs_redis) server_ = std::make_unique<RedisServer>();
+    store_ = GetParam().make(server_.get());
+  }
+
+  std::unique_ptr<Limiter> MakeLimiter(std::vector<Rule> rules,
+                                       MultiRulePolicy policy = MultiRulePolicy::kChargeAll) {
+    LimiterOptions options;
+    options.policy = policy;
+    auto limiter = Limiter::Create(std::move(rules), options, store_);
+    EXPECT_TRUE(limiter.ok()) << limiter.status().ToString();
+    return std::move(limiter).value();
+  }
+
+  // Tokens left in a bucket, looked at with a cost of 0.
+  int64_t Remaining(const std::string& key, Limit limit) {
+    std::promise<Result<std::vector<BucketReply>>> promise;
+    store_->Apply({{key, limit, 0}}, [&](auto r) { promise.set_value(std::move(r)); });
+    auto replies = promise.get_future().get();
+    EXPECT_TRUE(replies.ok()) << replies.status().ToString();
+    return replies.ok() ? replies->front().remaining : -1;
+  }
+
+  std::unique_ptr<RedisServer> server_;
+  std::shared_ptr<Store> store_;
+};
+
+// Slow refills (per hour) so that the time a test takes gives no token back.
+const Limit kFivePerHour{5, 5, 3'600'000};
+const Limit kTenPerHour{10, 10, 3'600'000};
+const Limit kHundredPerHour{100, 100, 3'600'000};
+
+TEST_P(StoreConformanceTest, CountsDownThenRejectsWithRetry) {
+  auto limiter = MakeLimiter({{"per-key", "key", "", kFivePerHour, 1}});
+  Request request{{"key", "ak_abc123"}};
+  for (int i = 4; i >= 0; --i) {
+    Decision d = limiter->CheckBlocking(request);
+    ASSERT_TRUE(d.allowed);
+    ASSERT_EQ(d.verdicts.at(0).remaining, i);
+  }
+  Decision d = limiter->CheckBlocking(request);
+  EXPECT_FALSE(d.allowed);
+  EXPECT_TRUE(d.checked);
+  // One token every 720 s; a little of it has already passed.
+  EXPECT_GT(d.verdicts[0].retry_ms, 719'000);
+  EXPECT_LE(d.verdicts[0].retry_ms, 720'000);
+  EXPECT_EQ(d.retry_after_s, 720);
+  EXPECT_EQ(d.rejecting, 0u);
+}
+
+TEST_P(StoreConformanceTest, CostTakesSeveralTokens) {
+  auto limiter = MakeLimiter({{"heavy", "key", "", kTenPerHour, 4}});
+  Request request{{"key", "k"}};
+  EXPECT_EQ(limiter->CheckBlocking(request).verdicts[0].remaining, 6);
+  EXPECT_EQ(limiter->CheckBlocking(request).verdicts[0].remaining, 2);
+  Decision d = limiter->CheckBlocking(request);
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.verdicts[0].remaining, 2);
+}
+
+TEST_P(StoreConformanceTest, RefillsOverTime) {
+  // 10 tokens every 200 ms.
+  auto limiter = MakeLimiter({{"fast", "key", "", {10, 10, 200}, 10}});
+  Request request{{"key", "refill"}};
+  EXPECT_TRUE(limiter->CheckBlocking(request).allowed);
+  Decision d = limiter->CheckBlocking(request);
+  EXPECT_FALSE(d.allowed);
+  EXPECT_GT(d.verdicts[0].retry_ms, 0);
+  EXPECT_LE(d.verdicts[0].retry_ms, 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  EXPECT_TRUE(limiter->CheckBlocking(request).allowed);
+}
+
+TEST_P(StoreConformanceTest, EachClientAndRuleHasItsOwnBucket) {
+  auto limiter = MakeLimiter({{"per-ip", "ip", "", kFivePerHour, 1},
+                              {"per-ip-hourly", "ip", "ip-hourly", kHundredPerHour, 1},
+                              {"per-key", "key", "", kTenPerHour, 1}});
+  limiter->CheckBlocking({{"ip", "10.0.0.1"}, {"key", "a"}});
+  limiter->CheckBlocking({{"ip", "10.0.0.1"}, {"key", "b"}});
+  limiter->CheckBlocking({{"ip", "10.0.0.2"}, {"key", "a"}});
+  EXPECT_EQ(Remaining("rl:ip:10.0.0.1", kFivePerHour), 3);
+  EXPECT_EQ(Remaining("rl:ip-hourly:10.0.0.1", kHundredPerHour), 98);
+  EXPECT_EQ(Remaining("rl:ip:10.0.0.2", kFivePerHour), 4);
+  EXPECT_EQ(Remaining("rl:key:a", kTenPerHour), 8);
+  EXPECT_EQ(Remaining("rl:key:b", kTenPerHour), 9);
+}
+
+TEST_P(StoreConformanceTest, RuleWithoutItsAttributeDoesNotApply) {
+  auto limiter =
+      MakeLimiter({{"per-ip", "ip", "", kFivePerHour, 1}, {"per-key", "key", "", kTenPerHour, 1}});
+  Decision d = limiter->CheckBlocking({{"ip", "192.0.2.1"}});
+  ASSERT_EQ(d.verdicts.size(), 1u);
+  EXPECT_EQ(d.verdicts[0].rule, 0u);
+  EXPECT_TRUE(limiter->CheckBlocking({{"unrelated", "x"}}).allowed);
+}
+
+TEST_P(StoreConformanceTest, ThreeRulesTightestAndRejecting) {
+  auto limiter = MakeLimiter({{"per-ip", "ip", "", {1000, 1000, 60'000}, 1},
+                              {"per-key", "key", "", kFivePerHour, 1},
+                              {"per-tenant", "tenant", "", {10'000, 10'000, 3'600'000}, 1}});
+  Request request{{"ip", "203.0.113.42"}, {"key", "ak_abc123"}, {"tenant", "org_acme"}};
+  Decision d = limiter->CheckBlocking(request);
+  EXPECT_TRUE(d.allowed);
+  ASSERT_EQ(d.verdicts.size(), 3u);
+  EXPECT_EQ(d.verdicts[*d.tightest].rule, 1u);
+  EXPECT_EQ(d.verdicts[1].remaining, 4);
+  for (int i = 0; i < 4; ++i) limiter->CheckBlocking(request);
+  d = limiter->CheckBlocking(request);
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.verdicts[*d.rejecting].rule, 1u);
+  EXPECT_EQ(d.verdicts[*d.tightest].rule, 1u);
+  EXPECT_EQ(d.retry_after_s, 720);
+}
+
+// Two rules where the second has one token left: the second request is rejected by it.
+struct PolicyCase {
+  MultiRulePolicy policy;
+  int64_t first_left;   // tokens left in the first rule's bucket after the rejected request
+  int64_t second_left;  // and in the second's
+  bool first_charged;   // the rejected request's verdict for the first rule
+};
+
+TEST_P(StoreConformanceTest, MultiRulePoliciesChargeExactly) {
+  const PolicyCase cases[] = {
+      {MultiRulePolicy::kChargeAll, 8, 0, true},
+      {MultiRulePolicy::kRefund, 9, 0, false},
+  };
+  int n = 0;
+  for (const PolicyCase& c : cases) {
+    SCOPED_TRACE(static_cast<int>(c.policy));
+    const std::string id = "policy" + std::to_string(n++);
+    auto limiter = MakeLimiter(
+        {{"wide", "ip", "", kTenPerHour, 1}, {"narrow", "key", "", {1, 1, 3'600'000}, 1}},
+        c.policy);
+    Request request{{"ip", id}, {"key", id}};
+    ASSERT_TRUE(limiter->CheckBlocking(request).allowed);
+    Decision d = limiter->CheckBlocking(request);
+    ASSERT_FALSE(d.allowed);
+    ASSERT_EQ(d.verdicts.size(), 2u);
+    EXPECT_EQ(d.verdicts[0].charged, c.first_charged);
+    EXPECT_FALSE(d.verdicts[1].charged);
+    EXPECT_EQ(Remaining("rl:ip:" + id, kTenPerHour), c.first_left);
+    EXPECT_EQ(Remaining("rl:key:" + id, {1, 1, 3'600'000}), c.second_left);
+  }
+}
+
+TEST_P(StoreConformanceTest, StopAtFirstChargesNothingAfterTheRejection) {
+  auto limiter =
+      MakeLimiter({{"narrow", "key", "", {1, 1, 3'600'000}, 1}, {"wide", "ip", "", kTenPerHour, 1}},
+                  MultiRulePolicy::kStopAtFirst);
+  Request request{{"ip", "stop"}, {"key", "stop"}};
+  ASSERT_TRUE(limiter->CheckBlocking(request).allowed);
+  Decision d = limiter->CheckBlocking(request);
+  EXPECT_FALSE(d.allowed);
+  ASSERT_EQ(d.verdicts.size(), 1u);  // the second rule was never asked
+  EXPECT_EQ(Remaining("rl:ip:stop", kTenPerHour), 9);
+}
+
+TEST_P(StoreConformanceTest, RefundNeverRaisesABucketAboveCapacity) {
+  // Rejected by "narrow" while "wide" refills to full: the refund must stop at capacity.
+  auto limiter =
+      MakeLimiter({{"wide", "ip", "", {3, 3, 300}, 1}, {"narrow", "key", "", {1, 1, 3'600'000}, 1}},
+                  MultiRulePolicy::kRefund);
+  Request request{{"ip", "cap"}, {"key", "cap"}};
+  ASSERT_TRUE(limiter->CheckBlocking(request).allowed);
+  for (int i = 0; i < 5; ++i) EXPECT_FALSE(limiter->CheckBlocking(request).allowed);
+  std::this_thread::sleep_for(std::chrono::milliseconds(350));
+  EXPECT_FALSE(limiter->CheckBlocking(request).allowed);
+  EXPECT_EQ(Remaining("rl:ip:cap", {3, 3, 300}), 3);
+}
+
+TEST_P(StoreConformanceTest, ManyThreadsAdmitExactlyTheCapacity) {
+  auto limiter = MakeLimiter({{"per-key", "key", "", kHundredPerHour, 1}});
+  std::atomic<int> admitted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 50; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 10; ++i) {
+        if (limiter->CheckBlocking({{"key", "race"}}).allowed) admitted.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(admitted.load(), 100);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Stores, StoreConformanceTest,
+    ::testing::Values(
+        StoreKind{"Memory", false, [](RedisServer*) { return std::make_shared<MemoryStore>(); }},
+        StoreKind{"RedisEvalsha", true,
+                  [](RedisServer* s) { return MakeRedis(s, ScriptMode::kEvalsha); }},
+        StoreKind{"RedisFunction", true,
+                  [](RedisServer* s) { return MakeRedis(s, ScriptMode::kFunction); }}),
+    [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace sluice

@@ -1,0 +1,148 @@
+#include "redis_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
+namespace sluice::testing {
+
+uint16_t FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    throw std::runtime_error("no free port");
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+RedisClient::RedisClient(uint16_t port) {
+  timeval timeout{5, 0};
+  context_ = redisConnectWithTimeout("127.0.0.1", port, timeout);
+  if (context_ == nullptr || context_->err) {
+    throw std::runtime_error("cannot connect to redis-server on port " + std::to_string(port));
+  }
+  redisSetTimeout(context_, timeout);
+}
+
+RedisClient::~RedisClient() { redisFree(context_); }
+
+ReplyPtr RedisClient::Command(const std::vector<std::string>& args) {
+  std::vector<const char*> argv;
+  std::vector<size_t> lens;
+  for (const std::string& a : args) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  auto* reply = static_cast<redisReply*>(
+      redisCommandArgv(context_, static_cast<int>(args.size()), argv.data(), lens.data()));
+  if (reply == nullptr)
+    throw std::runtime_error("redis connection broke: " + std::string(context_->errstr));
+  return ReplyPtr(reply);
+}
+
+long long RedisClient::Integer(const std::vector<std::string>& args) {
+  ReplyPtr reply = Command(args);
+  EXPECT_EQ(reply->type, REDIS_REPLY_INTEGER) << args.front();
+  return reply->integer;
+}
+
+std::string RedisClient::String(const std::vector<std::string>& args) {
+  ReplyPtr reply = Command(args);
+  if (reply->type == REDIS_REPLY_NIL) return "";
+  if (reply->str == nullptr) return std::to_string(reply->integer);
+  return {reply->str, static_cast<size_t>(reply->len)};
+}
+
+RedisServer::RedisServer(std::vector<std::string> extra_args)
+    : extra_args_(std::move(extra_args)), port_(FreePort()) {
+  Start();
+}
+
+RedisServer::~RedisServer() {
+  if (pid_ > 0) Resume();
+  Kill();
+}
+
+void RedisServer::Start() {
+  std::vector<std::string> args = {"redis-server",
+                                   "--port",
+                                   std::to_string(port_),
+                                   "--bind",
+                                   "127.0.0.1",
+                                   "--save",
+                                   "",
+                                   "--appendonly",
+                                   "no",
+                                   "--daemonize",
+                                   "no",
+                                   "--loglevel",
+                                   "warning",
+                                   "--dir",
+                                   "/tmp",
+                                   "--logfile",
+                                   "/tmp/sluice-test-redis-" + std::to_string(port_) + ".log"};
+  args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_ = fork();
+  if (pid_ < 0) throw std::runtime_error("cannot fork");
+  if (pid_ == 0) {
+    // The server must not outlive a test that crashed or was killed, nor hold its output open.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int null = open("/dev/null", O_RDWR);
+    dup2(null, STDIN_FILENO);
+    dup2(null, STDOUT_FILENO);
+    dup2(null, STDERR_FILENO);
+    execvp("redis-server", argv.data());
+    _exit(127);
+  }
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < give_up) {
+    timeval timeout{0, 200'000};
+    redisContext* c = redisConnectWithTimeout("127.0.0.1", port_, timeout);
+    bool up = c != nullptr && c->err == 0;
+    if (c != nullptr) redisFree(c);
+    if (up) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  throw std::runtime_error("redis-server did not start on port " + std::to_string(port_));
+}
+
+void RedisServer::Kill() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+void RedisServer::Pause() { ::kill(pid_, SIGSTOP); }
+void RedisServer::Resume() { ::kill(pid_, SIGCONT); }
+
+RedisOptions RedisServer::Options() const {
+  RedisOptions options;
+  options.host = "127.0.0.1";
+  options.port = port_;
+  options.timeout = std::chrono::milliseconds(500);
+  options.reconnect_min = std::chrono::milliseconds(10);
+  options.reconnect_max = std::chrono::milliseconds(200);
+  return options;
+}
+
+}  // namespace sluice::testing
