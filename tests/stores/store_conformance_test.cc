@@ -25,6 +25,9 @@ struct StoreKind {
   std::function<std::shared_ptr<Store>(RedisServer* server)> make;
 };
 
+// Names the store in test output instead of dumping the struct's bytes.
+void PrintTo(const StoreKind& kind, std::ostream* os) { *os << kind.name; }
+
 std::shared_ptr<Store> MakeRedis(RedisServer* server, ScriptMode mode) {
   RedisOptions options = server->Options();
   options.mode = mode;

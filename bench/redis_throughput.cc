@@ -1,0 +1,141 @@
+// Drives a Limiter on a RedisStore as hard as it will go, or one check at a time, and prints
+// what it measured as one line of JSON. bench/redis_bench runs it beside redis-benchmark.
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "sluice/limiter.h"
+#include "sluice/redis_store.h"
+
+namespace sluice {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Args {
+  uint16_t port = 6379;
+  int rules = 1;
+  int in_flight = 512;  // 0: one check at a time, timing each
+  double seconds = 5;
+  int keys = 100'000;
+  std::string mode = "evalsha";
+};
+
+std::unique_ptr<Limiter> MakeLimiter(const Args& args, std::shared_ptr<Store> store) {
+  // Buckets far too big to run dry: the benchmark measures checks, not rejections.
+  const Limit limit{1'000'000'000, 1'000'000'000, 60'000};
+  std::vector<Rule> rules = {{"per-ip", "ip", "", limit, 1},
+                             {"per-key", "key", "", limit, 1},
+                             {"per-tenant", "tenant", "", limit, 1}};
+  rules.resize(static_cast<size_t>(args.rules));
+  auto limiter = Limiter::Create(rules, {}, std::move(store));
+  if (!limiter.ok()) throw std::runtime_error(limiter.status().ToString());
+  return std::move(limiter).value();
+}
+
+Request RequestFor(uint64_t n, int keys) {
+  const std::string id = std::to_string(n % static_cast<uint64_t>(keys));
+  return {{"ip", "10.0." + id}, {"key", "ak_" + id}, {"tenant", "org_" + id}};
+}
+
+// Keeps `in_flight` checks outstanding for the duration; each completion starts the next.
+class Saturator {
+ public:
+  Saturator(const Limiter& limiter, const Args& args) : limiter_(limiter), args_(args) {}
+
+  double Run() {
+    deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double>(args_.seconds));
+    const auto start = Clock::now();
+    for (int i = 0; i < args_.in_flight; ++i) Next();
+    std::unique_lock lock(mutex_);
+    idle_.wait(lock, [this] { return outstanding_ == 0; });
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    if (errors_ > 0) fmt::print(stderr, "{} checks failed\n", errors_.load());
+    return static_cast<double>(done_) / elapsed;
+  }
+
+ private:
+  void Next() {
+    {
+      std::lock_guard lock(mutex_);
+      ++outstanding_;
+    }
+    limiter_.Check(RequestFor(counter_++, args_.keys), [this](Decision d) {
+      if (!d.checked) ++errors_;
+      ++done_;
+      if (Clock::now() < deadline_) Next();
+      std::lock_guard lock(mutex_);
+      if (--outstanding_ == 0) idle_.notify_all();
+    });
+  }
+
+  const Limiter& limiter_;
+  const Args& args_;
+  Clock::time_point deadline_;
+  std::atomic<uint64_t> counter_{0}, done_{0}, errors_{0};
+  std::mutex mutex_;
+  std::condition_variable idle_;
+  int outstanding_ = 0;
+};
+
+// One check at a time; returns the median latency in microseconds.
+double MedianLatencyUs(const Limiter& limiter, const Args& args) {
+  std::vector<double> micros;
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(args.seconds));
+  for (uint64_t n = 0; Clock::now() < deadline; ++n) {
+    const auto start = Clock::now();
+    limiter.CheckBlocking(RequestFor(n, args.keys));
+    micros.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+  }
+  std::nth_element(micros.begin(), micros.begin() + micros.size() / 2, micros.end());
+  return micros[micros.size() / 2];
+}
+
+void Run(const Args& args) {
+  RedisOptions options;
+  options.port = args.port;
+  options.timeout = std::chrono::seconds(2);
+  options.mode = args.mode == "function" ? ScriptMode::kFunction : ScriptMode::kEvalsha;
+  auto store = std::make_shared<RedisStore>(options);
+  if (!store->WaitReady(std::chrono::seconds(5))) throw std::runtime_error("redis not ready");
+  auto limiter = MakeLimiter(args, store);
+  if (args.in_flight == 0) {
+    fmt::print("{{\"rules\": {}, \"median_latency_us\": {:.1f}}}\n", args.rules,
+               MedianLatencyUs(*limiter, args));
+    return;
+  }
+  Saturator saturator(*limiter, args);
+  const double checks_per_s = saturator.Run();
+  const RedisStoreStats stats = store->Stats();
+  fmt::print(
+      "{{\"rules\": {}, \"checks_per_s\": {:.0f}, \"commands_per_s\": {:.0f}, "
+      "\"commands_per_write\": {:.1f}}}\n",
+      args.rules, checks_per_s, checks_per_s * args.rules,
+      static_cast<double>(stats.commands) / static_cast<double>(std::max<uint64_t>(1, stats.writes)));
+}
+
+}  // namespace
+}  // namespace sluice
+
+int main(int argc, char** argv) {
+  sluice::Args args;
+  CLI::App app{"Checks per second of one Sluice process against one redis-server"};
+  app.add_option("--port", args.port);
+  app.add_option("--rules", args.rules)->check(CLI::Range(1, 3));
+  app.add_option("--in-flight", args.in_flight, "checks kept outstanding; 0 times one at a time");
+  app.add_option("--seconds", args.seconds);
+  app.add_option("--keys", args.keys)->check(CLI::Range(1, 100'000'000));
+  app.add_option("--mode", args.mode)->check(CLI::IsMember({"evalsha", "function"}));
+  CLI11_PARSE(app, argc, argv);
+  sluice::Run(args);
+  return 0;
+}
