@@ -1,11 +1,18 @@
 #include <CLI/CLI.hpp>
+#include <exception>
+#include <iostream>
 
 #include "check_command.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"Sluice: a distributed rate limiter"};
-  app.require_subcommand(1);
-  sluice::cli::AddCheckCommand(app);
-  CLI11_PARSE(app, argc, argv);
-  return 0;
+  try {
+    CLI::App app{"Sluice: a distributed rate limiter"};
+    app.require_subcommand(1);
+    sluice::cli::AddCheckCommand(app);
+    CLI11_PARSE(app, argc, argv);
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "sluice: " << e.what() << "\n";
+    return 1;
+  }
 }

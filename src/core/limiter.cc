@@ -48,25 +48,26 @@ struct Plan {
   std::vector<size_t> rules;
 };
 
-std::vector<RuleVerdict> ToVerdicts(const Plan& plan, const std::vector<BucketReply>& replies,
-                                    size_t first = 0) {
+// `rules[first + i]` is the rule that `replies[i]` answers for.
+std::vector<RuleVerdict> ToVerdicts(const std::vector<size_t>& rules,
+                                    const std::vector<BucketReply>& replies, size_t first = 0) {
   std::vector<RuleVerdict> verdicts;
   verdicts.reserve(replies.size());
   for (size_t i = 0; i < replies.size(); ++i) {
     const BucketReply& r = replies[i];
-    verdicts.push_back({plan.rules[first + i], r.allowed, r.remaining, r.retry_ms, r.allowed});
+    verdicts.push_back({rules[first + i], r.allowed, r.remaining, r.retry_ms, r.allowed});
   }
   return verdicts;
 }
 
 // Sends the whole plan at once and charges every bucket that allowed.
-void ChargeAll(StatePtr state, Plan plan, DecisionCallback done) {
-  auto ops = plan.ops;
-  state->store->Apply(std::move(ops), [state, plan = std::move(plan), done = std::move(done)](
-                                          Result<std::vector<BucketReply>> replies) {
-    if (!replies.ok()) return state->FinishByPolicy(replies.status(), done);
-    state->Finish(CombineVerdicts(ToVerdicts(plan, *replies)), done);
-  });
+void ChargeAll(const StatePtr& state, Plan plan, DecisionCallback done) {
+  state->store->Apply(std::move(plan.ops),
+                      [state, rules = std::move(plan.rules),
+                       done = std::move(done)](const Result<std::vector<BucketReply>>& replies) {
+                        if (!replies.ok()) return state->FinishByPolicy(replies.status(), done);
+                        state->Finish(CombineVerdicts(ToVerdicts(rules, *replies)), done);
+                      });
 }
 
 // Asks the rules one at a time, from `next` on, stopping at the first that rejects.
@@ -81,9 +82,9 @@ struct StopAtFirst : std::enable_shared_from_this<StopAtFirst> {
       return state->Finish(CombineVerdicts(std::move(verdicts)), done);
     }
     state->store->Apply({plan.ops[next]}, [self = shared_from_this(),
-                                           next](Result<std::vector<BucketReply>> replies) {
+                                           next](const Result<std::vector<BucketReply>>& replies) {
       if (!replies.ok()) return self->state->FinishByPolicy(replies.status(), self->done);
-      std::vector<RuleVerdict> one = ToVerdicts(self->plan, *replies, next);
+      std::vector<RuleVerdict> one = ToVerdicts(self->plan.rules, *replies, next);
       self->verdicts.push_back(one.front());
       if (!one.front().allowed) {
         return self->state->Finish(CombineVerdicts(std::move(self->verdicts)), self->done);
@@ -94,12 +95,12 @@ struct StopAtFirst : std::enable_shared_from_this<StopAtFirst> {
 };
 
 // Sends the whole plan at once; when the answer is no, gives back what the allowing rules took.
-void Refund(StatePtr state, Plan plan, DecisionCallback done) {
-  auto ops = plan.ops;
+void Refund(const StatePtr& state, Plan plan, DecisionCallback done) {
+  std::vector<BucketOp> ops = plan.ops;  // the plan keeps its own: refunds are built from it
   state->store->Apply(std::move(ops), [state, plan = std::move(plan), done = std::move(done)](
-                                          Result<std::vector<BucketReply>> replies) mutable {
+                                          const Result<std::vector<BucketReply>>& replies) mutable {
     if (!replies.ok()) return state->FinishByPolicy(replies.status(), done);
-    Decision decision = CombineVerdicts(ToVerdicts(plan, *replies));
+    Decision decision = CombineVerdicts(ToVerdicts(plan.rules, *replies));
     if (decision.allowed) return state->Finish(std::move(decision), done);
 
     std::vector<BucketOp> refunds;
@@ -112,17 +113,18 @@ void Refund(StatePtr state, Plan plan, DecisionCallback done) {
       refunded.push_back(i);
     }
     if (refunds.empty()) return state->Finish(std::move(decision), done);
-    state->store->Apply(std::move(refunds),
-                        [state, decision = std::move(decision), refunded = std::move(refunded),
-                         done = std::move(done)](Result<std::vector<BucketReply>> result) mutable {
-                          if (result.ok()) {
-                            for (size_t i : refunded) decision.verdicts[i].charged = false;
-                          } else {
-                            // The request is rejected either way; the tokens stay taken.
-                            state->store_errors.fetch_add(1, std::memory_order_relaxed);
-                          }
-                          state->Finish(std::move(decision), done);
-                        });
+    state->store->Apply(
+        std::move(refunds),
+        [state, decision = std::move(decision), refunded = std::move(refunded),
+         done = std::move(done)](const Result<std::vector<BucketReply>>& result) mutable {
+          if (result.ok()) {
+            for (size_t i : refunded) decision.verdicts[i].charged = false;
+          } else {
+            // The request is rejected either way; the tokens stay taken.
+            state->store_errors.fetch_add(1, std::memory_order_relaxed);
+          }
+          state->Finish(std::move(decision), done);
+        });
   });
 }
 

@@ -182,7 +182,8 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     });
     resolver_.async_resolve(
         options_.host, std::to_string(options_.port),
-        [this, gen = generation_](boost::system::error_code ec, tcp::resolver::results_type hosts) {
+        [this, gen = generation_](boost::system::error_code ec,
+                                  const tcp::resolver::results_type& hosts) {
           if (gen != generation_ || state_ != State::kConnecting) return;
           if (ec) return Disconnect("cannot resolve " + options_.host + ": " + ec.message());
           asio::async_connect(socket_, hosts,
@@ -563,7 +564,7 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   std::string last_error_;
   std::string script_sha_;
   ReaderPtr reader_;
-  std::array<char, 64 * 1024> read_buffer_;
+  std::array<char, 64UL * 1024> read_buffer_;
   std::string out_;             // commands waiting for the next write
   std::string writing_buffer_;  // the write in progress
   bool writing_ = false;

@@ -31,7 +31,7 @@ class RespWriter {
 
   RespWriter& Arg(int64_t number) {
     char digits[24];
-    auto end = std::to_chars(digits, digits + sizeof digits, number).ptr;
+    auto* end = std::to_chars(digits, digits + sizeof digits, number).ptr;
     return Arg(std::string_view(digits, static_cast<size_t>(end - digits)));
   }
 
@@ -45,7 +45,7 @@ class RespWriter {
  private:
   void AppendNumber(int64_t n) {
     char digits[24];
-    auto end = std::to_chars(digits, digits + sizeof digits, n).ptr;
+    auto* end = std::to_chars(digits, digits + sizeof digits, n).ptr;
     out_.append(digits, end);
   }
 
