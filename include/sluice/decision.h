@@ -17,6 +17,7 @@ struct RuleVerdict {
   int64_t remaining = 0;  // tokens left in the rule's bucket, rounded down
   int64_t retry_ms = 0;   // when rejected: milliseconds until the bucket has enough again
   bool charged = false;   // the request's tokens stayed taken from this bucket
+  bool shadow = false;    // the rule is in shadow mode: its verdict is reported, not enforced
 
   friend bool operator==(const RuleVerdict&, const RuleVerdict&) = default;
 };
@@ -30,16 +31,19 @@ struct Decision {
   // One verdict for each rule that applied, in the limiter's rule order. Under stop-at-first,
   // rules after the first rejection are not asked and have no verdict.
   std::vector<RuleVerdict> verdicts;
-  // The verdict with the fewest tokens remaining: the one rate limit headers describe.
+  // The enforced verdict with the fewest tokens remaining: the one rate limit headers describe.
   std::optional<size_t> tightest;
-  // Among rejecting verdicts, the one with the longest retry: the one a 429 body names.
+  // Among enforced rejecting verdicts, the one with the longest retry: the one a 429 body names.
   std::optional<size_t> rejecting;
+  // Shadow rules that would have rejected the request.
+  size_t shadow_rejections = 0;
   // Retry-After, in whole seconds rounded up from the longest retry; 0 when allowed.
   int64_t retry_after_s = 0;
 };
 
-// Combines per-rule verdicts into a decision (checked, no error): allowed when every verdict
-// allows (or there are none), with the tightest and rejecting verdicts and Retry-After filled in.
+// Combines per-rule verdicts into a decision (checked, no error): allowed when every enforced
+// verdict allows (or there are none), with the tightest and rejecting verdicts and Retry-After
+// filled in. Shadow verdicts are kept and counted but decide nothing.
 Decision CombineVerdicts(std::vector<RuleVerdict> verdicts);
 
 // Whole seconds, rounded up: 600 ms gives 1, 2000 ms gives 2, 0 gives 0.

@@ -29,8 +29,15 @@ class Request {
 
   const std::vector<Attribute>& attributes() const { return attributes_; }
 
+  // The HTTP method and path, for rules limited to a route; empty when not HTTP.
+  Request& SetRoute(std::string method, std::string path);
+  const std::string& method() const { return method_; }
+  const std::string& path() const { return path_; }
+
  private:
   std::vector<Attribute> attributes_;
+  std::string method_;
+  std::string path_;
 };
 
 }  // namespace sluice

@@ -2,9 +2,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "sluice/request.h"
 #include "sluice/status.h"
 
 namespace sluice {
@@ -38,11 +42,26 @@ struct Rule {
   std::string bucket;
   Limit limit;
   int64_t cost = 1;  // tokens one request takes, in [0, capacity]; 0 only looks
+  // Counted, and reported in the decision, but never enforced: its rejections reject nothing.
+  bool shadow = false;
+  // When set, only requests with one of these methods (empty: any) and a path that starts with
+  // `path_prefix` (empty: any) are checked against the rule.
+  std::vector<std::string> methods = {};
+  std::string path_prefix = {};
+  // Limits of their own for particular attribute values: one API key with a bigger allowance.
+  std::map<std::string, Limit, std::less<>> overrides = {};
 
   // The bucket family actually used: `bucket`, or the attribute when `bucket` is empty.
   std::string_view BucketName() const { return bucket.empty() ? attribute : bucket; }
 
-  // Ok when the name and attribute are well formed and the numbers are in range.
+  // The limit for requests whose attribute has `value`: an override, or `limit`.
+  const Limit& LimitFor(std::string_view value) const;
+
+  // Whether the request's method and path fall within the rule's route.
+  bool MatchesRoute(const Request& request) const;
+
+  // Ok when the name and attribute are well formed and the numbers are in range, overrides
+  // included.
   Status Validate() const;
 };
 

@@ -11,6 +11,10 @@ Decision CombineVerdicts(std::vector<RuleVerdict> verdicts) {
   Decision decision;
   for (size_t i = 0; i < verdicts.size(); ++i) {
     const RuleVerdict& v = verdicts[i];
+    if (v.shadow) {
+      if (!v.allowed) ++decision.shadow_rejections;
+      continue;
+    }
     if (!decision.tightest || v.remaining < verdicts[*decision.tightest].remaining) {
       decision.tightest = i;
     }

@@ -48,26 +48,28 @@ struct Plan {
   std::vector<size_t> rules;
 };
 
-// `rules[first + i]` is the rule that `replies[i]` answers for.
-std::vector<RuleVerdict> ToVerdicts(const std::vector<size_t>& rules,
+// `plan_rules[first + i]` is the position in `rules` of the rule that `replies[i]` answers for.
+std::vector<RuleVerdict> ToVerdicts(const std::vector<Rule>& rules,
+                                    const std::vector<size_t>& plan_rules,
                                     const std::vector<BucketReply>& replies, size_t first = 0) {
   std::vector<RuleVerdict> verdicts;
   verdicts.reserve(replies.size());
   for (size_t i = 0; i < replies.size(); ++i) {
     const BucketReply& r = replies[i];
-    verdicts.push_back({rules[first + i], r.allowed, r.remaining, r.retry_ms, r.allowed});
+    const size_t rule = plan_rules[first + i];
+    verdicts.push_back({rule, r.allowed, r.remaining, r.retry_ms, r.allowed, rules[rule].shadow});
   }
   return verdicts;
 }
 
 // Sends the whole plan at once and charges every bucket that allowed.
 void ChargeAll(const StatePtr& state, Plan plan, DecisionCallback done) {
-  state->store->Apply(std::move(plan.ops),
-                      [state, rules = std::move(plan.rules),
-                       done = std::move(done)](const Result<std::vector<BucketReply>>& replies) {
-                        if (!replies.ok()) return state->FinishByPolicy(replies.status(), done);
-                        state->Finish(CombineVerdicts(ToVerdicts(rules, *replies)), done);
-                      });
+  state->store->Apply(
+      std::move(plan.ops), [state, rules = std::move(plan.rules), done = std::move(done)](
+                               const Result<std::vector<BucketReply>>& replies) {
+        if (!replies.ok()) return state->FinishByPolicy(replies.status(), done);
+        state->Finish(CombineVerdicts(ToVerdicts(state->rules, rules, *replies)), done);
+      });
 }
 
 // Asks the rules one at a time, from `next` on, stopping at the first that rejects.
@@ -84,9 +86,10 @@ struct StopAtFirst : std::enable_shared_from_this<StopAtFirst> {
     state->store->Apply({plan.ops[next]}, [self = shared_from_this(),
                                            next](const Result<std::vector<BucketReply>>& replies) {
       if (!replies.ok()) return self->state->FinishByPolicy(replies.status(), self->done);
-      std::vector<RuleVerdict> one = ToVerdicts(self->plan.rules, *replies, next);
+      std::vector<RuleVerdict> one =
+          ToVerdicts(self->state->rules, self->plan.rules, *replies, next);
       self->verdicts.push_back(one.front());
-      if (!one.front().allowed) {
+      if (!one.front().allowed && !one.front().shadow) {
         return self->state->Finish(CombineVerdicts(std::move(self->verdicts)), self->done);
       }
       self->Ask(next + 1);
@@ -100,7 +103,7 @@ void Refund(const StatePtr& state, Plan plan, DecisionCallback done) {
   state->store->Apply(std::move(ops), [state, plan = std::move(plan), done = std::move(done)](
                                           const Result<std::vector<BucketReply>>& replies) mutable {
     if (!replies.ok()) return state->FinishByPolicy(replies.status(), done);
-    Decision decision = CombineVerdicts(ToVerdicts(plan.rules, *replies));
+    Decision decision = CombineVerdicts(ToVerdicts(state->rules, plan.rules, *replies));
     if (decision.allowed) return state->Finish(std::move(decision), done);
 
     std::vector<BucketOp> refunds;
@@ -134,13 +137,13 @@ Result<Plan> MakePlan(const Limiter::State& state, const Request& request) {
   for (size_t i = 0; i < state.rules.size(); ++i) {
     const Rule& rule = state.rules[i];
     const std::string* value = request.Find(rule.attribute);
-    if (value == nullptr) continue;
+    if (value == nullptr || !rule.MatchesRoute(request)) continue;
     Result<std::string> key = BucketKey(state.options.key_prefix, rule.BucketName(), *value);
     if (!key.ok()) {
       return Status::InvalidArgument("attribute \"" + rule.attribute +
                                      "\": " + key.status().message());
     }
-    plan.ops.push_back({std::move(key).value(), rule.limit, rule.cost});
+    plan.ops.push_back({std::move(key).value(), rule.LimitFor(*value), rule.cost});
     plan.rules.push_back(i);
   }
   return plan;

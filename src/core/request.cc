@@ -15,6 +15,12 @@ Request& Request::Set(std::string_view name, std::string value) {
   return *this;
 }
 
+Request& Request::SetRoute(std::string method, std::string path) {
+  method_ = std::move(method);
+  path_ = std::move(path);
+  return *this;
+}
+
 const std::string* Request::Find(std::string_view name) const {
   for (const Attribute& a : attributes_) {
     if (a.name == name) return &a.value;

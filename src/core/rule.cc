@@ -61,6 +61,19 @@ Status Limit::Validate() const {
   return {};
 }
 
+const Limit& Rule::LimitFor(std::string_view value) const {
+  auto it = overrides.find(value);
+  return it == overrides.end() ? limit : it->second;
+}
+
+bool Rule::MatchesRoute(const Request& request) const {
+  if (!methods.empty() &&
+      std::find(methods.begin(), methods.end(), request.method()) == methods.end()) {
+    return false;
+  }
+  return request.path().starts_with(path_prefix);
+}
+
 Status Rule::Validate() const {
   auto in_rule = [this](const Status& s) {
     return Status::InvalidArgument("rule \"" + name + "\": " + s.message());
@@ -72,6 +85,15 @@ Status Rule::Validate() const {
   }
   if (Status s = limit.Validate(); !s.ok()) return in_rule(s);
   if (Status s = CheckRange("cost", cost, 0, limit.capacity); !s.ok()) return in_rule(s);
+  for (const auto& [value, override_limit] : overrides) {
+    auto in_override = [&](const Status& s) {
+      return in_rule(Status::InvalidArgument("override \"" + value + "\": " + s.message()));
+    };
+    if (Status s = override_limit.Validate(); !s.ok()) return in_override(s);
+    if (Status s = CheckRange("cost", cost, 0, override_limit.capacity); !s.ok()) {
+      return in_override(s);
+    }
+  }
   return {};
 }
 

@@ -68,3 +68,20 @@ TEST(DecisionTest, RetryAfterRoundsUpToWholeSeconds) {
 
 }  // namespace
 }  // namespace sluice
+
+namespace sluice {
+namespace {
+
+TEST(DecisionTest, ShadowVerdictsAreCountedButDecideNothing) {
+  RuleVerdict enforced{0, true, 50, 0, true, false};
+  RuleVerdict shadow{1, false, 0, 3000, false, true};
+  Decision d = CombineVerdicts({enforced, shadow});
+  EXPECT_TRUE(d.allowed);
+  EXPECT_EQ(d.shadow_rejections, 1u);
+  EXPECT_EQ(d.tightest, 0u);  // headers describe enforced rules only
+  EXPECT_FALSE(d.rejecting);
+  EXPECT_EQ(d.retry_after_s, 0);
+}
+
+}  // namespace
+}  // namespace sluice

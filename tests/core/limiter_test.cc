@@ -117,5 +117,60 @@ TEST(LimiterTest, FutureAndCallbackTokens) {
   EXPECT_TRUE(called);
 }
 
+TEST(LimiterTest, ShadowRuleIsCountedButNeverRejects) {
+  Rule shadow = kPerKey;
+  shadow.shadow = true;
+  auto limiter = std::move(Limiter::Create({shadow}, {}, std::make_shared<MemoryStore>())).value();
+  for (int i = 0; i < 2; ++i) EXPECT_TRUE(limiter->CheckBlocking({{"key", "s"}}).allowed);
+  Decision d = limiter->CheckBlocking({{"key", "s"}});
+  EXPECT_TRUE(d.allowed);
+  EXPECT_EQ(d.shadow_rejections, 1u);
+  ASSERT_EQ(d.verdicts.size(), 1u);
+  EXPECT_FALSE(d.verdicts[0].allowed);
+}
+
+TEST(LimiterTest, StopAtFirstGoesOnPastAShadowRejection) {
+  Rule shadow{"shadow", "ip", "", {1, 1, 60'000}, 1};
+  shadow.shadow = true;
+  LimiterOptions options;
+  options.policy = MultiRulePolicy::kStopAtFirst;
+  auto limiter =
+      std::move(Limiter::Create({shadow, kPerKey}, options, std::make_shared<MemoryStore>()))
+          .value();
+  limiter->CheckBlocking({{"ip", "1"}, {"key", "k"}});
+  Decision d = limiter->CheckBlocking({{"ip", "1"}, {"key", "k"}});
+  EXPECT_TRUE(d.allowed);
+  EXPECT_EQ(d.verdicts.size(), 2u);
+}
+
+TEST(LimiterTest, RouteLimitsWhichRequestsARuleChecks) {
+  Rule api = kPerKey;
+  api.methods = {"GET", "POST"};
+  api.path_prefix = "/api/";
+  auto limiter = std::move(Limiter::Create({api}, {}, std::make_shared<MemoryStore>())).value();
+  auto verdicts = [&](const std::string& method, const std::string& path) {
+    Request request{{"key", "r"}};
+    request.SetRoute(method, path);
+    return limiter->CheckBlocking(request).verdicts.size();
+  };
+  EXPECT_EQ(verdicts("GET", "/api/users"), 1u);
+  EXPECT_EQ(verdicts("POST", "/api/"), 1u);
+  EXPECT_EQ(verdicts("DELETE", "/api/users"), 0u);
+  EXPECT_EQ(verdicts("GET", "/static/app.js"), 0u);
+  EXPECT_EQ(verdicts("GET", "/ap"), 0u);
+}
+
+TEST(LimiterTest, OverrideGivesOneValueItsOwnLimit) {
+  Rule rule = kPerKey;
+  rule.overrides.emplace("ak_big", Limit{5, 5, 60'000});
+  auto limiter = std::move(Limiter::Create({rule}, {}, std::make_shared<MemoryStore>())).value();
+  EXPECT_EQ(limiter->CheckBlocking({{"key", "ak_big"}}).verdicts[0].remaining, 4);
+  EXPECT_EQ(limiter->CheckBlocking({{"key", "ak_small"}}).verdicts[0].remaining, 1);
+  rule.overrides["ak_bad"] = Limit{0, 5, 60'000};
+  auto bad = Limiter::Create({rule}, {}, std::make_shared<MemoryStore>());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("ak_bad"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace sluice
