@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "duration.h"
+#include "config/duration.h"
 #include "sluice/limiter.h"
 #include "sluice/memory_store.h"
 #include "sluice/redis_store.h"
@@ -64,7 +64,7 @@ Rule ParseRule(const std::string& spec) {
   rule.attribute = std::string(parts[1]);
   rule.limit.capacity = ParseCount(parts[2], "capacity");
   rule.limit.tokens = ParseCount(parts[3], "tokens");
-  rule.limit.period_ms = OrFail(ParseDurationMs(parts[4]));
+  rule.limit.period_ms = OrFail(config::ParseDurationMs(parts[4]));
   if (parts.size() == 6) rule.cost = ParseCount(parts[5], "cost");
   return rule;
 }
@@ -87,7 +87,7 @@ std::shared_ptr<Store> MakeStore(const CheckArgs& args) {
   } else if (args.mode != "evalsha") {
     Fail("--mode must be evalsha or function");
   }
-  options.timeout = std::chrono::milliseconds(OrFail(ParseDurationMs(args.timeout)));
+  options.timeout = std::chrono::milliseconds(OrFail(config::ParseDurationMs(args.timeout)));
   auto store = std::make_shared<RedisStore>(options);
   store->WaitReady(options.connect_timeout);
   return store;
@@ -129,7 +129,7 @@ void Run(const CheckArgs& args) {
   std::vector<Rule> rules;
   for (const std::string& spec : args.rules) rules.push_back(ParseRule(spec));
   Request request = ParseRequest(args.attributes);
-  const auto interval = std::chrono::milliseconds(OrFail(ParseDurationMs(args.interval)));
+  const auto interval = std::chrono::milliseconds(OrFail(config::ParseDurationMs(args.interval)));
   auto limiter = OrFail(Limiter::Create(rules, MakeLimiterOptions(args), MakeStore(args)));
   for (int n = 1; n <= args.count; ++n) {
     Print(n, limiter->CheckBlocking(request), *limiter);

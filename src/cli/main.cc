@@ -3,12 +3,14 @@
 #include <iostream>
 
 #include "check_command.h"
+#include "check_config_command.h"
 
 int main(int argc, char** argv) {
   try {
     CLI::App app{"Sluice: a distributed rate limiter"};
     app.require_subcommand(1);
     sluice::cli::AddCheckCommand(app);
+    sluice::cli::AddCheckConfigCommand(app);
     CLI11_PARSE(app, argc, argv);
     return 0;
   } catch (const std::exception& e) {

@@ -6,10 +6,10 @@
 
 #include "sluice/status.h"
 
-namespace sluice::cli {
+namespace sluice::config {
 
 // Parses a whole number followed by ms, s, m, h or d (a bare number is milliseconds) into
 // milliseconds. Refuses negative, empty, overflowing or unit-less-but-junk text.
 Result<int64_t> ParseDurationMs(std::string_view text);
 
-}  // namespace sluice::cli
+}  // namespace sluice::config

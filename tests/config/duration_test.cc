@@ -1,8 +1,8 @@
-#include "duration.h"
+#include "config/duration.h"
 
 #include <gtest/gtest.h>
 
-namespace sluice::cli {
+namespace sluice::config {
 namespace {
 
 TEST(DurationTest, Units) {
@@ -22,4 +22,4 @@ TEST(DurationTest, RefusesJunk) {
 }
 
 }  // namespace
-}  // namespace sluice::cli
+}  // namespace sluice::config

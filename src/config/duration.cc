@@ -4,7 +4,7 @@
 #include <limits>
 #include <string>
 
-namespace sluice::cli {
+namespace sluice::config {
 
 Result<int64_t> ParseDurationMs(std::string_view text) {
   int64_t number = 0;
@@ -34,4 +34,4 @@ Result<int64_t> ParseDurationMs(std::string_view text) {
   return number * scale;
 }
 
-}  // namespace sluice::cli
+}  // namespace sluice::config

@@ -1,0 +1,323 @@
+#include "config/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <initializer_list>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "config/duration.h"
+
+namespace sluice::config {
+namespace {
+
+// Thrown inside the parser only, with the whole message; ParseConfig returns it as a Status.
+struct ConfigError {
+  std::string message;
+};
+
+// A YAML node and the dotted path that leads to it, so that every message names both the line
+// and the field.
+class Field {
+ public:
+  Field(const YAML::Node& node, std::string path, const std::string& source)
+      : node_(node), path_(std::move(path)), source_(source) {}
+
+  [[noreturn]] void Fail(std::string_view what) const {
+    const int line = node_.Mark().line >= 0 ? node_.Mark().line + 1 : 0;
+    throw ConfigError{source_ + ":" + std::to_string(line) + ": " + path_ + ": " +
+                      std::string(what)};
+  }
+
+  bool Has(const std::string& key) const { return node_.IsMap() && node_[key]; }
+
+  Field operator[](const std::string& key) const {
+    return {node_[key], path_.empty() ? key : path_ + "." + key, source_};
+  }
+
+  // Refuses keys other than `known`, so that a misspelt field is an error, not a default.
+  void ExpectMap(std::initializer_list<std::string_view> known) const {
+    if (!node_.IsMap()) Fail("must be a mapping");
+    for (const auto& entry : node_) {
+      const std::string key = entry.first.as<std::string>();
+      if (std::find(known.begin(), known.end(), key) == known.end()) {
+        Field(entry.first, path_.empty() ? key : path_ + "." + key, source_).Fail("unknown field");
+      }
+    }
+  }
+
+  std::string String() const {
+    if (!node_.IsScalar()) Fail("must be a single value");
+    return node_.Scalar();
+  }
+
+  int64_t Integer(int64_t low, int64_t high) const {
+    const std::string text = String();
+    int64_t value = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size()) Fail("must be a whole number");
+    if (value < low || value > high) {
+      Fail("must be between " + std::to_string(low) + " and " + std::to_string(high));
+    }
+    return value;
+  }
+
+  bool Bool() const {
+    const std::string text = String();
+    if (text == "true") return true;
+    if (text == "false") return false;
+    Fail("must be true or false");
+  }
+
+  std::chrono::milliseconds Duration() const {
+    return std::chrono::milliseconds(Check(ParseDurationMs(String())));
+  }
+
+  std::string OneOf(std::initializer_list<std::string_view> choices) const {
+    std::string value = String();
+    if (std::find(choices.begin(), choices.end(), value) != choices.end()) return value;
+    std::string list;
+    for (std::string_view c : choices) list += (list.empty() ? "" : " | ") + std::string(c);
+    Fail("\"" + value + "\" is not one of " + list);
+  }
+
+  template <typename T>
+  T Check(Result<T> result) const {
+    if (!result.ok()) Fail(result.status().message());
+    return std::move(result).value();
+  }
+
+  void Check(const Status& status) const {
+    if (!status.ok()) Fail(status.message());
+  }
+
+  // Calls `each` with every element of a sequence.
+  template <typename Fn>
+  void ForEach(Fn each) const {
+    if (!node_.IsSequence()) Fail("must be a list");
+    for (size_t i = 0; i < node_.size(); ++i) {
+      each(Field(node_[i], path_ + "[" + std::to_string(i) + "]", source_));
+    }
+  }
+
+  // Calls `each` with every key and value of a mapping.
+  template <typename Fn>
+  void ForEachEntry(Fn each) const {
+    if (!node_.IsMap()) Fail("must be a mapping");
+    for (const auto& entry : node_) {
+      const std::string key = entry.first.as<std::string>();
+      each(key, Field(entry.second, path_ + "." + key, source_));
+    }
+  }
+
+  const std::string& path() const { return path_; }
+
+ private:
+  YAML::Node node_;
+  std::string path_;
+  const std::string& source_;
+};
+
+UpstreamConfig ParseUpstream(const Field& f) {
+  f.ExpectMap({"address", "pool", "connect_timeout", "timeout"});
+  UpstreamConfig upstream;
+  if (!f.Has("address")) f.Fail("needs an address (host:port)");
+  upstream.address = f["address"].Check(ParseEndpoint(f["address"].String()));
+  if (f.Has("pool")) upstream.pool = static_cast<size_t>(f["pool"].Integer(1, 100'000));
+  if (f.Has("connect_timeout")) upstream.connect_timeout = f["connect_timeout"].Duration();
+  if (f.Has("timeout")) upstream.timeout = f["timeout"].Duration();
+  return upstream;
+}
+
+StoreConfig ParseStore(const Field& f) {
+  f.ExpectMap({"type", "url", "mode", "timeout", "connect_timeout", "max_in_flight"});
+  StoreConfig store;
+  const std::string type =
+      f.Has("type") ? f["type"].OneOf({"memory", "redis", "cluster"}) : "memory";
+  if (type == "cluster") f["type"].Fail("the cluster store is not available yet; use redis");
+  if (type == "memory") {
+    for (const char* redis_only : {"url", "mode", "timeout", "connect_timeout", "max_in_flight"}) {
+      if (f.Has(redis_only)) f[redis_only].Fail("applies only to a redis store");
+    }
+    return store;
+  }
+  store.type = StoreType::kRedis;
+  if (!f.Has("url")) f.Fail("a redis store needs a url (redis://[user:password@]host:port[/db])");
+  store.redis = f["url"].Check(ParseRedisUrl(f["url"].String()));
+  if (f.Has("mode")) {
+    store.redis.mode = f["mode"].OneOf({"evalsha", "function"}) == "function"
+                           ? ScriptMode::kFunction
+                           : ScriptMode::kEvalsha;
+  }
+  if (f.Has("timeout")) store.redis.timeout = f["timeout"].Duration();
+  if (f.Has("connect_timeout")) store.redis.connect_timeout = f["connect_timeout"].Duration();
+  if (f.Has("max_in_flight")) {
+    store.redis.max_in_flight = static_cast<size_t>(f["max_in_flight"].Integer(1, 10'000'000));
+  }
+  if (store.redis.timeout.count() == 0) f["timeout"].Fail("must be more than 0");
+  return store;
+}
+
+ClientConfig ParseClient(const Field& f) {
+  f.ExpectMap({"trusted_proxies", "api_key_header", "tenant_header"});
+  ClientConfig client;
+  if (f.Has("trusted_proxies")) {
+    f["trusted_proxies"].ForEach([&](const Field& cidr) {
+      client.trusted_proxies.push_back(cidr.Check(Network::Parse(cidr.String())));
+    });
+  }
+  if (f.Has("api_key_header")) client.api_key_header = f["api_key_header"].String();
+  if (f.Has("tenant_header")) client.tenant_header = f["tenant_header"].String();
+  return client;
+}
+
+HeaderStyles ParseHeaders(const Field& f) {
+  HeaderStyles styles{false, false};
+  f.ForEach([&](const Field& h) {
+    (h.OneOf({"ietf", "x-ratelimit"}) == "ietf" ? styles.ietf : styles.x_ratelimit) = true;
+  });
+  return styles;
+}
+
+// `key:` names the attribute a rule counts by: ip, key, tenant, or header:NAME.
+std::string ParseRuleKey(const Field& f) {
+  std::string key = f.String();
+  if (key == "ip" || key == "key" || key == "tenant" ||
+      (key.starts_with("header:") && key.size() > 7)) {
+    return key;
+  }
+  f.Fail("\"" + key + "\" is not one of ip | key | tenant | header:NAME");
+}
+
+Limit ParseLimit(const Field& f, Limit base) {
+  if (f.Has("capacity")) base.capacity = f["capacity"].Integer(1, Limit::kMaxCapacity);
+  base.tokens = f.Has("tokens") ? f["tokens"].Integer(1, Limit::kMaxCapacity) : base.capacity;
+  if (f.Has("period")) base.period_ms = f["period"].Duration().count();
+  return base;
+}
+
+Rule ParseRule(const Field& f) {
+  f.ExpectMap({"name", "key", "bucket", "capacity", "tokens", "period", "cost", "shadow", "match",
+               "overrides"});
+  for (const char* required : {"name", "key", "capacity", "period"}) {
+    if (!f.Has(required)) f.Fail(std::string("needs a ") + required);
+  }
+  Rule rule;
+  rule.name = f["name"].String();
+  rule.attribute = ParseRuleKey(f["key"]);
+  if (f.Has("bucket")) rule.bucket = f["bucket"].String();
+  rule.limit = ParseLimit(f, {});
+  if (f.Has("cost")) rule.cost = f["cost"].Integer(0, Limit::kMaxCapacity);
+  if (f.Has("shadow")) rule.shadow = f["shadow"].Bool();
+  if (f.Has("match")) {
+    Field match = f["match"];
+    match.ExpectMap({"methods", "path_prefix"});
+    if (match.Has("methods")) {
+      match["methods"].ForEach([&](const Field& m) { rule.methods.push_back(m.String()); });
+    }
+    if (match.Has("path_prefix")) rule.path_prefix = match["path_prefix"].String();
+  }
+  if (f.Has("overrides")) {
+    f["overrides"].ForEachEntry([&](const std::string& value, const Field& o) {
+      o.ExpectMap({"capacity", "tokens", "period"});
+      rule.overrides.emplace(value, ParseLimit(o, rule.limit));
+    });
+  }
+  f.Check(rule.Validate());
+  return rule;
+}
+
+std::vector<Rule> ParseRules(const Field& f) {
+  std::vector<Rule> rules;
+  std::set<std::string, std::less<>> names;
+  std::set<std::string, std::less<>> buckets;
+  f.ForEach([&](const Field& r) {
+    Rule rule = ParseRule(r);
+    if (!names.insert(rule.name).second)
+      r["name"].Fail("another rule is named \"" + rule.name + "\"");
+    if (!buckets.insert(std::string(rule.BucketName())).second) {
+      r.Fail("shares the bucket family \"" + std::string(rule.BucketName()) +
+             "\" with an earlier rule; give it its own `bucket:` name");
+    }
+    rules.push_back(std::move(rule));
+  });
+  return rules;
+}
+
+Config Parse(const Field& root, const std::string& source) {
+  root.ExpectMap({"listen", "check_listen", "admin_listen", "threads", "upstream", "store",
+                  "failure", "policy", "headers", "client", "tenants", "rules", "key_prefix",
+                  "max_body_bytes", "max_header_bytes", "header_timeout", "drain_timeout"});
+  Config config;
+  config.source = source;
+  auto endpoint = [&](const char* name) {
+    return root[name].Check(ParseEndpoint(root[name].String()));
+  };
+  if (root.Has("listen")) config.listen = endpoint("listen");
+  if (root.Has("check_listen")) config.check_listen = endpoint("check_listen");
+  if (root.Has("admin_listen")) config.admin_listen = endpoint("admin_listen");
+  config.threads = root.Has("threads") ? static_cast<unsigned>(root["threads"].Integer(1, 256))
+                                       : std::max(1U, std::thread::hardware_concurrency());
+  if (!root.Has("upstream")) root.Fail("needs an upstream");
+  config.upstream = ParseUpstream(root["upstream"]);
+  if (root.Has("store")) config.store = ParseStore(root["store"]);
+  if (root.Has("failure")) {
+    config.failure = root["failure"].OneOf({"open", "closed"}) == "open" ? FailurePolicy::kOpen
+                                                                         : FailurePolicy::kClosed;
+  }
+  if (root.Has("policy")) {
+    const std::string policy = root["policy"].OneOf({"charge-all", "stop-at-first", "refund"});
+    config.policy = policy == "charge-all"      ? MultiRulePolicy::kChargeAll
+                    : policy == "stop-at-first" ? MultiRulePolicy::kStopAtFirst
+                                                : MultiRulePolicy::kRefund;
+  }
+  if (root.Has("headers")) config.headers = ParseHeaders(root["headers"]);
+  if (root.Has("client")) config.client = ParseClient(root["client"]);
+  if (root.Has("tenants")) {
+    root["tenants"].ForEachEntry([&](const std::string& key, const Field& tenant) {
+      config.tenants.emplace(key, tenant.String());
+    });
+  }
+  if (root.Has("key_prefix")) config.key_prefix = root["key_prefix"].String();
+  if (root.Has("max_body_bytes")) {
+    config.max_body_bytes = static_cast<size_t>(root["max_body_bytes"].Integer(0, 1LL << 34));
+  }
+  if (root.Has("max_header_bytes")) {
+    config.max_header_bytes = static_cast<size_t>(root["max_header_bytes"].Integer(1024, 1 << 20));
+  }
+  if (root.Has("header_timeout")) config.header_timeout = root["header_timeout"].Duration();
+  if (root.Has("drain_timeout")) config.drain_timeout = root["drain_timeout"].Duration();
+  if (!root.Has("rules")) root.Fail("needs rules (an empty list checks nothing)");
+  config.rules = ParseRules(root["rules"]);
+  return config;
+}
+
+}  // namespace
+
+Result<Config> ParseConfig(std::string_view yaml, std::string_view source) {
+  const std::string name(source);
+  try {
+    YAML::Node root = YAML::Load(std::string(yaml));
+    if (!root.IsDefined() || root.IsNull())
+      return Status::InvalidArgument(name + ": the file is empty");
+    return Parse(Field(root, "", name), name);
+  } catch (const ConfigError& e) {
+    return Status::InvalidArgument(e.message);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(name + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+}
+
+Result<Config> LoadConfig(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) return Status::InvalidArgument(path + ": cannot be read");
+  std::ostringstream text;
+  text << file.rdbuf();
+  return ParseConfig(text.str(), path);
+}
+
+}  // namespace sluice::config

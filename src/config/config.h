@@ -1,0 +1,78 @@
+// The configuration of `sluice serve`: one YAML file, validated whole before anything starts.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/network.h"
+#include "sluice/limiter.h"
+#include "sluice/redis_store.h"
+#include "sluice/rule.h"
+#include "sluice/status.h"
+
+namespace sluice::config {
+
+// Where requests go once they pass.
+struct UpstreamConfig {
+  Endpoint address;
+  size_t pool = 64;  // most idle keep-alive connections kept to the upstream
+  std::chrono::milliseconds connect_timeout{1000};
+  std::chrono::milliseconds timeout{30000};  // for the whole upstream exchange
+};
+
+enum class StoreType { kMemory, kRedis };
+
+struct StoreConfig {
+  StoreType type = StoreType::kMemory;
+  RedisOptions redis;  // for kRedis: from `url`, `mode`, `timeout`, `connect_timeout`, ...
+};
+
+// How a request's client is identified.
+struct ClientConfig {
+  // X-Forwarded-For and Forwarded are believed only from peers in these networks.
+  std::vector<Network> trusted_proxies;
+  std::string api_key_header = "X-Api-Key";
+  // Names the tenant when the API key is not in `tenants`; empty: no such header.
+  std::string tenant_header;
+};
+
+// Which rate limit headers responses carry.
+struct HeaderStyles {
+  bool ietf = true;         // RateLimit-Policy and RateLimit (the IETF httpapi draft)
+  bool x_ratelimit = true;  // X-RateLimit-Limit, -Remaining, -Reset
+};
+
+struct Config {
+  std::string source;  // the file it came from, for messages
+  Endpoint listen{"0.0.0.0", 8080};
+  std::optional<Endpoint> check_listen;
+  Endpoint admin_listen{"127.0.0.1", 9901};
+  unsigned threads = 0;  // 0: the number of cores
+  UpstreamConfig upstream;
+  StoreConfig store;
+  FailurePolicy failure = FailurePolicy::kOpen;
+  MultiRulePolicy policy = MultiRulePolicy::kChargeAll;
+  HeaderStyles headers;
+  ClientConfig client;
+  std::map<std::string, std::string, std::less<>> tenants;  // API key -> tenant
+  std::string key_prefix = "rl:";
+  size_t max_body_bytes = 10 * 1024 * 1024;
+  size_t max_header_bytes = 16 * 1024;
+  std::chrono::milliseconds header_timeout{10000};  // to receive a request's headers
+  std::chrono::milliseconds drain_timeout{10000};   // on SIGTERM, for requests in flight
+  std::vector<Rule> rules;
+};
+
+// Parses and validates `yaml`; errors read "SOURCE:LINE: FIELD: what is wrong".
+Result<Config> ParseConfig(std::string_view yaml, std::string_view source);
+
+// Reads and parses the file at `path`.
+Result<Config> LoadConfig(const std::string& path);
+
+}  // namespace sluice::config

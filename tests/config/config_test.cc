@@ -1,0 +1,141 @@
+#include "config/config.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace sluice::config {
+namespace {
+
+std::string ReadExample() {
+  std::ifstream file(std::string(SLUICE_SOURCE_DIR) + "/examples/gateway.yaml");
+  std::ostringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+TEST(ConfigTest, TheIssuesExampleLoadsWhole) {
+  Result<Config> c = ParseConfig(ReadExample(), "gateway.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->listen, (Endpoint{"0.0.0.0", 8080}));
+  EXPECT_EQ(c->check_listen, (Endpoint{"127.0.0.1", 8081}));
+  EXPECT_EQ(c->threads, 2u);
+  EXPECT_EQ(c->upstream.address, (Endpoint{"127.0.0.1", 9000}));
+  EXPECT_EQ(c->upstream.pool, 64u);
+  EXPECT_EQ(c->upstream.timeout, std::chrono::seconds(30));
+  EXPECT_EQ(c->store.type, StoreType::kRedis);
+  EXPECT_EQ(c->store.redis.port, 6379);
+  EXPECT_EQ(c->store.redis.timeout, std::chrono::milliseconds(50));
+  EXPECT_EQ(c->failure, FailurePolicy::kOpen);
+  EXPECT_EQ(c->policy, MultiRulePolicy::kChargeAll);
+  EXPECT_TRUE(c->headers.ietf && c->headers.x_ratelimit);
+  EXPECT_EQ(c->client.api_key_header, "X-Api-Key");
+  EXPECT_EQ(c->client.tenant_header, "X-Tenant-Id");
+  EXPECT_EQ(c->tenants.at("ak_abc123"), "org_acme");
+  ASSERT_EQ(c->rules.size(), 3u);
+  const Rule& per_key = c->rules[1];
+  EXPECT_EQ(per_key.attribute, "key");
+  EXPECT_EQ(per_key.limit, (Limit{100, 100, 60'000}));
+  EXPECT_EQ(per_key.methods, (std::vector<std::string>{"GET", "POST"}));
+  EXPECT_EQ(per_key.path_prefix, "/api/");
+  EXPECT_EQ(per_key.overrides.at("ak_big"), (Limit{1000, 1000, 60'000}));
+  EXPECT_EQ(c->rules[2].limit, (Limit{10'000, 10'000, 3'600'000}));
+}
+
+TEST(ConfigTest, DefaultsForAMinimalFile) {
+  Result<Config> c = ParseConfig(
+      "upstream: {address: 127.0.0.1:9000}\n"
+      "rules: [{name: per-ip, key: ip, capacity: 10, period: 1s}]\n",
+      "min.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->store.type, StoreType::kMemory);
+  EXPECT_EQ(c->rules[0].limit.tokens, 10);  // tokens default to capacity
+  EXPECT_EQ(c->admin_listen, (Endpoint{"127.0.0.1", 9901}));
+  EXPECT_GE(c->threads, 1u);
+}
+
+struct BadConfig {
+  const char* name;
+  const char* yaml;
+  const char* expected;  // a part of the message: file, line and field
+};
+
+class ConfigRejectsTest : public ::testing::TestWithParam<BadConfig> {};
+
+INSTANTIATE_TEST_SUITE_P(
+    BadInput, ConfigRejectsTest,
+    ::testing::Values(
+        BadConfig{"Empty", "", "bad.yaml: the file is empty"},
+        BadConfig{"NotYaml", "upstream: [unclosed", "bad.yaml:1"},
+        BadConfig{"NoUpstream", "rules: []\n", "needs an upstream"},
+        BadConfig{"UnknownField", "upstream: {address: a:1}\nrulez: []\n",
+                  "bad.yaml:2: rulez: unknown field"},
+        BadConfig{"BadListen", "listen: 8080\nupstream: {address: a:1}\nrules: []\n",
+                  "bad.yaml:1: listen: \"8080\" has no port"},
+        BadConfig{
+            "ZeroCapacity",
+            "upstream: {address: a:1}\nrules:\n  - {name: r, key: ip, capacity: 0, period: 1s}\n",
+            "bad.yaml:3: rules[0].capacity: must be between 1"},
+        BadConfig{
+            "BadPeriod",
+            "upstream: {address: a:1}\nrules:\n  - {name: r, key: ip, capacity: 5, period: 1w}\n",
+            "bad.yaml:3: rules[0].period: bad duration \"1w\""},
+        BadConfig{
+            "ZeroPeriod",
+            "upstream: {address: a:1}\nrules:\n  - {name: r, key: ip, capacity: 5, period: 0s}\n",
+            "period is 0"},
+        BadConfig{"BadKey",
+                  "upstream: {address: a:1}\nrules:\n  - {name: r, key: cookie, capacity: 5, "
+                  "period: 1s}\n",
+                  "rules[0].key: \"cookie\" is not one of"},
+        BadConfig{
+            "DuplicateName",
+            "upstream: {address: a:1}\nrules:\n  - {name: r, key: ip, capacity: 5, period: 1s}\n"
+            "  - {name: r, key: key, capacity: 5, period: 1s}\n",
+            "bad.yaml:4: rules[1].name: another rule is named \"r\""},
+        BadConfig{
+            "SharedBucket",
+            "upstream: {address: a:1}\nrules:\n  - {name: a, key: ip, capacity: 5, period: 1s}\n"
+            "  - {name: b, key: ip, capacity: 9, period: 1h}\n",
+            "give it its own `bucket:` name"},
+        BadConfig{"BadPolicy", "upstream: {address: a:1}\npolicy: some\nrules: []\n",
+                  "bad.yaml:2: policy: \"some\" is not one of charge-all | stop-at-first | refund"},
+        BadConfig{"BadCidr",
+                  "upstream: {address: a:1}\nclient: {trusted_proxies: [10.0.0.0/33]}\nrules: []\n",
+                  "client.trusted_proxies[0]: \"10.0.0.0/33\" has a bad prefix length"},
+        BadConfig{"BadRedisUrl",
+                  "upstream: {address: a:1}\nstore: {type: redis, url: http://x}\nrules: []\n",
+                  "store.url: redis URL must start with redis://"},
+        BadConfig{"RedisWithoutUrl", "upstream: {address: a:1}\nstore: {type: redis}\nrules: []\n",
+                  "store: a redis store needs a url"},
+        BadConfig{
+            "BadOverride",
+            "upstream: {address: a:1}\nrules:\n  - {name: r, key: key, capacity: 5, period: 1s,\n"
+            "     overrides: {ak: {capacity: -1}}}\n",
+            "rules[0].overrides.ak.capacity: must be between 1"},
+        BadConfig{"HugeNumber",
+                  "upstream: {address: a:1}\nrules:\n  - {name: r, key: ip, capacity: "
+                  "99999999999999999999, period: 1s}\n",
+                  "rules[0].capacity: must be a whole number"},
+        BadConfig{"ShadowNotBool",
+                  "upstream: {address: a:1}\nrules:\n  - {name: r, key: ip, capacity: 5, period: "
+                  "1s, shadow: maybe}\n",
+                  "rules[0].shadow: must be true or false"}),
+    [](const auto& info) { return info.param.name; });
+
+TEST_P(ConfigRejectsTest, NamingFileLineAndField) {
+  Result<Config> c = ParseConfig(GetParam().yaml, "bad.yaml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find(GetParam().expected), std::string::npos)
+      << c.status().message();
+}
+
+TEST(ConfigTest, MissingFileIsAClearError) {
+  Result<Config> c = LoadConfig("/nonexistent/sluice.yaml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(), "/nonexistent/sluice.yaml: cannot be read");
+}
+
+}  // namespace
+}  // namespace sluice::config
