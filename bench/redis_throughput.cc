@@ -120,7 +120,8 @@ void Run(const Args& args) {
       "{{\"rules\": {}, \"checks_per_s\": {:.0f}, \"commands_per_s\": {:.0f}, "
       "\"commands_per_write\": {:.1f}}}\n",
       args.rules, checks_per_s, checks_per_s * args.rules,
-      static_cast<double>(stats.commands) / static_cast<double>(std::max<uint64_t>(1, stats.writes)));
+      static_cast<double>(stats.commands) /
+          static_cast<double>(std::max<uint64_t>(1, stats.writes)));
 }
 
 }  // namespace

@@ -10,8 +10,8 @@
 
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
-#include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
 
 #include "sluice/decision.h"
 #include "sluice/request.h"
@@ -75,7 +75,7 @@ class Limiter {
   void Check(const Request& request, DecisionCallback done) const;
 
   // Check with any Asio completion token: a callback, asio::use_awaitable, asio::use_future.
-  // The completion runs on the token's associated executor.
+  // The completion is posted to the token's associated executor, never run inside this call.
   template <typename CompletionToken>
   auto AsyncCheck(const Request& request, CompletionToken&& token) const {
     return boost::asio::async_initiate<CompletionToken, void(Decision)>(
@@ -83,10 +83,10 @@ class Limiter {
           auto work = boost::asio::make_work_guard(boost::asio::get_associated_executor(handler));
           auto shared = std::make_shared<decltype(handler)>(std::move(handler));
           Check(req, [shared, work](Decision decision) mutable {
-            boost::asio::dispatch(work.get_executor(),
-                                  [shared, decision = std::move(decision)]() mutable {
-                                    (*shared)(std::move(decision));
-                                  });
+            boost::asio::post(work.get_executor(),
+                              [shared, decision = std::move(decision)]() mutable {
+                                (*shared)(std::move(decision));
+                              });
             work.reset();
           });
         },

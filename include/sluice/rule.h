@@ -20,8 +20,7 @@ struct Limit {
   int64_t tokens = 0;     // tokens added per period
   int64_t period_ms = 0;  // the period, in milliseconds
 
-  // Limits on every number, so that the store's arithmetic (IEEE doubles, and Lua's 14-digit
-  // number formatting in Redis) stays exact.
+  // Limits on every number, so that the store's arithmetic (IEEE doubles) stays exact.
   static constexpr int64_t kMaxCapacity = 1'000'000'000'000;  // 10^12
   static constexpr int64_t kMaxPeriodMs = 366LL * 24 * 3600 * 1000;
 

@@ -21,7 +21,12 @@ struct BucketOp {
   int64_t cost = 1;
 };
 
+// Ok when every operation's limit is valid and its cost within [-capacity, capacity]; stores
+// refuse other operations with kInvalidArgument rather than compute with them.
+Status ValidateBucketOps(const std::vector<BucketOp>& ops);
+
 // Called once with one reply per operation, in order, or with the error that stopped them.
+// It must neither block nor throw: it runs on a store's own thread.
 using StoreCallback = std::function<void(Result<std::vector<BucketReply>>)>;
 
 // A store of token buckets. Implementations are safe to call from many threads.

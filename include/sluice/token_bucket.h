@@ -36,8 +36,8 @@ struct TakeOutcome {
 // Refills a bucket up to `now_ms` and takes `cost` tokens if they are there. A missing bucket
 // (`state` empty) is full; elapsed time is clamped at 0, so a clock that steps back only pauses
 // refills. A negative cost gives tokens back, never above capacity. The arithmetic is the
-// script's, step for step in IEEE doubles, including the 14 significant digits to which Redis's
-// Lua rounds a number it stores, so an in-process store and Redis decide alike.
+// script's, step for step in IEEE doubles; Redis 7 stores a Lua number in 17 significant digits,
+// which read back as the same double, so an in-process store and Redis decide alike.
 TakeOutcome TakeTokens(const std::optional<BucketState>& state, const Limit& limit, int64_t cost,
                        int64_t now_ms);
 

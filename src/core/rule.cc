@@ -7,7 +7,7 @@ namespace sluice {
 namespace {
 
 // A full refill must take less than this, so that every expiry and retry the script computes
-// is an integer that Lua prints without an exponent (fewer than 14 digits).
+// is a small integer: exact in a double, and printed by Redis's Lua without an exponent.
 constexpr double kMaxRefillMs = 10.0 * 366 * 24 * 3600 * 1000;
 
 bool IsNameChar(char c) {

@@ -2,21 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 
 namespace sluice {
-namespace {
-
-// Redis's Lua turns a number into a string with "%.14g" when it is passed to a command, so
-// HSET stores the tokens rounded to 14 significant digits; the next check reads that back.
-double AsStoredByLua(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.14g", value);
-  return std::strtod(text, nullptr);
-}
-
-}  // namespace
 
 // Mirrors token_bucket.lua line by line; keep the two in step.
 TakeOutcome TakeTokens(const std::optional<BucketState>& state, const Limit& limit, int64_t cost,
@@ -37,7 +24,7 @@ TakeOutcome TakeTokens(const std::optional<BucketState>& state, const Limit& lim
   } else {
     out.reply.retry_ms = static_cast<int64_t>(std::ceil((want - tokens) / per_ms));
   }
-  out.state = {AsStoredByLua(tokens), now_ms};
+  out.state = {tokens, now_ms};
   out.ttl_ms = static_cast<int64_t>(std::ceil((capacity - tokens) / per_ms));
   out.reply.remaining = static_cast<int64_t>(std::floor(tokens));
   return out;

@@ -58,11 +58,21 @@ TEST(TokenBucketTest, RefundNeverRaisesAboveCapacity) {
   EXPECT_EQ(TakeTokens(BucketState{40, 0}, k100PerMinute, -5, 0).state.tokens, 45);
 }
 
-TEST(TokenBucketTest, StoresTokensAsRedisLuaPrintsThem) {
-  // 1 token every 3 ms for 1 ms: 0.333... stored with 14 significant digits, as HSET does.
+TEST(TokenBucketTest, KeepsFractionsExactlyAsRedisStoresThem) {
+  // Redis 7 stores 1/3 as 0.33333333333333331, which reads back as the same double.
   Limit third{10, 1, 3};
   TakeOutcome out = TakeTokens(BucketState{0, 0}, third, 0, 1);
-  EXPECT_EQ(out.state.tokens, 0.33333333333333);
+  EXPECT_EQ(out.state.tokens, 1.0 / 3.0);
+  // One request a millisecond on 1 token every 3 ms: every third is allowed.
+  Limit one{1, 1, 3};
+  std::optional<BucketState> state;
+  std::string pattern;
+  for (int64_t ms = 0; ms < 9; ++ms) {
+    TakeOutcome take = TakeTokens(state, one, 1, ms);
+    pattern += take.reply.allowed ? 'y' : 'n';
+    state = take.state;
+  }
+  EXPECT_EQ(pattern, "ynnynnynn");
 }
 
 TEST(TokenBucketTest, ExactRateAsTwoIntegers) {

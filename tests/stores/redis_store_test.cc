@@ -236,6 +236,40 @@ TEST_P(RedisFailurePolicyTest, HungServerTimesOutThenRecovers) {
   EXPECT_TRUE(RecoversWithin(*limiter, std::chrono::seconds(5)));
 }
 
+TEST(RedisOutageTest, EveryCheckTimesOutOnTimeWhileTheServerIsBusy) {
+  RedisServer server;
+  RedisOptions options = server.Options();
+  options.timeout = milliseconds(50);
+  auto store = Connect(options);
+  // Another client keeps the server's only thread busy for a second and a half.
+  std::thread busy([&] {
+    server.Client()->Command(
+        {"EVAL",
+         "local t = redis.call('TIME') local s = t[1] * 1000000 + t[2] "
+         "repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] - s > 1500000 "
+         "return 1",
+         "0"});
+  });
+  std::this_thread::sleep_for(milliseconds(100));
+  for (int i = 0; i < 3; ++i) {  // each submitted after the one before it timed out
+    auto start = std::chrono::steady_clock::now();
+    auto replies = ApplyBlocking(*store, {{"rl:key:busy", kHundredPerHour, 1}});
+    EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(250)) << "check " << i;
+    EXPECT_EQ(replies.status().code(), StatusCode::kDeadlineExceeded);
+  }
+  busy.join();
+}
+
+TEST(RedisOutageTest, InvalidOperationsAreRefusedAndEmptyOnesAnsweredAtOnce) {
+  RedisServer server;
+  auto store = Connect(server.Options());
+  EXPECT_TRUE(ApplyBlocking(*store, {}).ok());
+  auto bad = ApplyBlocking(*store, {{"rl:key:x", {0, 1, 1000}, 1}});
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  auto too_costly = ApplyBlocking(*store, {{"rl:key:x", kHundredPerHour, 101}});
+  EXPECT_EQ(too_costly.status().code(), StatusCode::kInvalidArgument);
+}
+
 INSTANTIATE_TEST_SUITE_P(Policies, RedisFailurePolicyTest,
                          ::testing::Values(FailurePolicy::kOpen, FailurePolicy::kClosed));
 

@@ -86,6 +86,7 @@ MemoryStore::Shard& MemoryStore::ShardFor(const std::string& key) {
 }
 
 void MemoryStore::Apply(std::vector<BucketOp> ops, StoreCallback done) {
+  if (Status s = ValidateBucketOps(ops); !s.ok()) return done(s);
   const int64_t now_ms = clock_->NowMs();
   std::vector<BucketReply> replies;
   replies.reserve(ops.size());

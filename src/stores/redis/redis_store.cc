@@ -108,6 +108,8 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void Submit(std::vector<BucketOp> ops, StoreCallback done) {
+    if (ops.empty()) return done(std::vector<BucketReply>{});
+    if (Status s = ValidateBucketOps(ops); !s.ok()) return done(s);
     auto check = std::make_shared<Check>();
     check->ops = std::move(ops);
     check->done = std::move(done);
@@ -197,7 +199,8 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
 
   // AUTH, SELECT and the script load go out together; checks wait for their answers.
   void Handshake() {
-    socket_.set_option(tcp::no_delay(true));
+    boost::system::error_code ignored;  // without NODELAY, pipelining still works, only slower
+    socket_.set_option(tcp::no_delay(true), ignored);
     reader_.reset(redisReaderCreate());
     redis::RespWriter out(out_);
     if (!options_.password.empty()) {
@@ -237,6 +240,7 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     SetReady(true);
     std::deque<CheckPtr> waiting = std::move(waiting_);
     waiting_.clear();
+    waiting_ops_ = 0;
     for (CheckPtr& check : waiting) Send(check);
     Flush();
   }
@@ -249,6 +253,7 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     boost::system::error_code ignored;
     socket_.close(ignored);
     writing_ = false;  // the aborted write's handler sees a new generation and does nothing
+    resolver_.cancel();
     connect_timer_.cancel();
     SetReady(false);
     FailAll(Status::Unavailable(last_error_));
@@ -274,6 +279,7 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     pending_.clear();
     for (CheckPtr& check : waiting_) check->Finish(error);
     waiting_.clear();
+    waiting_ops_ = 0;
     out_.clear();
     ops_in_flight_ = 0;
     reload_queued_ = false;
@@ -330,6 +336,11 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
         deadlines_.push_back(check);
         return Send(check);
       case State::kConnecting:
+        if (waiting_ops_ + check->ops.size() > options_.max_in_flight) {
+          return check->Finish(Status::ResourceExhausted(
+              "more than " + std::to_string(options_.max_in_flight) + " operations waiting"));
+        }
+        waiting_ops_ += check->ops.size();
         deadlines_.push_back(check);
         waiting_.push_back(std::move(check));
         return;
@@ -485,8 +496,10 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   // --- Deadlines ----------------------------------------------------------------------------
 
   // One timer for every check: they share the timeout, so deadlines come in submission order.
+  // The timer is set for the soonest of the oldest check's deadline and the stall limit, and
+  // moved earlier when a check arrives whose deadline comes first.
   void ArmDeadlineTimer() {
-    if (timer_armed_ || state_ == State::kStopped) return;
+    if (state_ == State::kStopped) return;
     while (!deadlines_.empty() && deadlines_.front()->finished) deadlines_.pop_front();
     std::optional<Clock::time_point> next;
     if (!deadlines_.empty()) next = deadlines_.front()->deadline;
@@ -494,10 +507,12 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
       auto stall = last_progress_ + StallLimit();
       next = next ? std::min(*next, stall) : stall;
     }
-    if (!next) return;
+    if (!next || (timer_armed_ && timer_expiry_ <= *next)) return;
     timer_armed_ = true;
-    deadline_timer_.expires_at(*next);
-    deadline_timer_.async_wait([this](boost::system::error_code ec) {
+    timer_expiry_ = *next;
+    deadline_timer_.expires_at(*next);  // cancels an earlier wait, whose handler sees a new seq
+    deadline_timer_.async_wait([this, seq = ++timer_seq_](boost::system::error_code ec) {
+      if (seq != timer_seq_) return;
       timer_armed_ = false;
       if (ec || state_ == State::kStopped) return;
       ExpireChecks();
@@ -570,10 +585,13 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   bool writing_ = false;
   std::deque<Pending> pending_;
   std::deque<CheckPtr> waiting_;    // submitted while connecting
+  size_t waiting_ops_ = 0;          // their operations
   std::deque<CheckPtr> deadlines_;  // unfinished checks, oldest first
   size_t ops_in_flight_ = 0;
   bool reload_queued_ = false;
   bool timer_armed_ = false;
+  Clock::time_point timer_expiry_;
+  uint64_t timer_seq_ = 0;
   bool idle_since_write_ = true;
   Clock::time_point last_progress_ = Clock::now();
   int backoff_attempt_ = 0;

@@ -1,0 +1,18 @@
+#include "sluice/store.h"
+
+namespace sluice {
+
+Status ValidateBucketOps(const std::vector<BucketOp>& ops) {
+  for (const BucketOp& op : ops) {
+    if (Status s = op.limit.Validate(); !s.ok()) {
+      return Status::InvalidArgument("bucket " + op.key + ": " + s.message());
+    }
+    if (op.cost > op.limit.capacity || op.cost < -op.limit.capacity) {
+      return Status::InvalidArgument("bucket " + op.key + ": cost " + std::to_string(op.cost) +
+                                     " is beyond the capacity");
+    }
+  }
+  return {};
+}
+
+}  // namespace sluice

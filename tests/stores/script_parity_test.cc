@@ -1,0 +1,65 @@
+// The memory store's arithmetic (TakeTokens) against the Lua script run by a real Redis, on the
+// same random schedules. The script's clock is the one thing replaced: TIME comes from two extra
+// arguments, so that both sides see the same milliseconds.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+#include "sluice/redis_store.h"
+#include "sluice/token_bucket.h"
+#include "support/redis_server.h"
+
+namespace sluice {
+namespace {
+
+std::string ScriptWithClockFromArgs() {
+  std::string script(TokenBucketScript());
+  const std::string time_call = "redis.call('TIME')";
+  const size_t at = script.find(time_call);
+  EXPECT_NE(at, std::string::npos);
+  script.replace(at, time_call.size(), "{ARGV[5], ARGV[6]}");
+  return script;
+}
+
+TEST(ScriptParityTest, MemoryArithmeticMatchesTheScriptOnRandomSchedules) {
+  testing::RedisServer server;
+  auto client = server.Client();
+  const std::string sha = client->String({"SCRIPT", "LOAD", ScriptWithClockFromArgs()});
+  std::mt19937_64 rng(20261202);
+  const Limit limits[] = {
+      {100, 100, 60'000}, {1, 1, 3}, {7, 3, 1'000}, {10, 1, 86'400'000}, {1'000'000, 999'999, 1}};
+  int key = 0;
+  for (const Limit& limit : limits) {
+    const std::string bucket = "parity:" + std::to_string(key++);
+    std::optional<BucketState> state;
+    int64_t now_ms = 1'764'633'600'000;  // a real epoch time, as TIME gives
+    for (int step = 0; step < 300; ++step) {
+      now_ms +=
+          std::uniform_int_distribution<int64_t>(0, 3 * limit.period_ms / limit.tokens + 2)(rng);
+      int64_t cost =
+          std::uniform_int_distribution<int64_t>(-1, std::min<int64_t>(limit.capacity, 3))(rng);
+      TakeOutcome expected = TakeTokens(state, limit, cost, now_ms);
+      testing::ReplyPtr reply = client->Command(
+          {"EVALSHA", sha, "1", bucket, std::to_string(limit.capacity),
+           std::to_string(limit.tokens), std::to_string(limit.period_ms), std::to_string(cost),
+           std::to_string(now_ms / 1000), std::to_string(now_ms % 1000 * 1000)});
+      ASSERT_EQ(reply->type, REDIS_REPLY_ARRAY) << (reply->str ? reply->str : "");
+      BucketReply got{reply->element[0]->integer == 1, reply->element[1]->integer,
+                      reply->element[2]->integer};
+      ASSERT_EQ(got, expected.reply) << "limit " << limit.capacity << "/" << limit.tokens << "/"
+                                     << limit.period_ms << " step " << step;
+      const std::string stored = client->String({"HGET", bucket, "tokens"});
+      if (expected.ttl_ms <= 0) {
+        ASSERT_EQ(client->Integer({"EXISTS", bucket}), 0) << "a full bucket is deleted";
+        state.reset();
+      } else {
+        ASSERT_EQ(std::stod(stored), expected.state.tokens) << "step " << step;
+        state = expected.state;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sluice
