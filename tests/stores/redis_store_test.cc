@@ -117,6 +117,15 @@ TEST(RedisExpiryTest, KeyLivesExactlyUntilTheBucketIsFullAgain) {
   EXPECT_EQ(client->Integer({"EXISTS", "rl:key:ak_abc123"}), 0);
 }
 
+TEST(RedisExpiryTest, AFullBucketLeavesNoKey) {
+  RedisServer server;
+  auto store = Connect(server.Options());
+  auto look = ApplyBlocking(*store, {{"rl:key:look", kHundredPerMinute, 0}});
+  ASSERT_TRUE(look.ok());
+  EXPECT_EQ(look->front().remaining, 100);
+  EXPECT_EQ(server.Client()->Integer({"EXISTS", "rl:key:look"}), 0);
+}
+
 TEST(RedisExpiryTest, KeyHoldsTokensAndTimestampOnly) {
   RedisServer server;
   auto limiter = MakeLimiter(Connect(server.Options()), kHundredPerMinute);
