@@ -50,8 +50,8 @@ struct RedisStoreStats {
 };
 
 // A Store on one Redis server, over one auto-pipelined connection run by a thread of its own.
-// All operations of one Apply go out back to back and are answered in one round trip;
-// operations from concurrent checks share socket writes. The connection handshakes (AUTH,
+// All operations of one Apply go in one script call (one EVALSHA or FCALL with a key per
+// bucket), answered in one round trip; calls from concurrent checks share socket writes. The connection handshakes (AUTH,
 // SELECT, script or function load), reconnects with backoff when it drops, and reloads the
 // script when the server has lost it, invisibly to callers. While disconnected, checks fail at
 // once with kUnavailable; while connecting, they wait up to the check timeout.

@@ -23,7 +23,7 @@ void Swap(std::string& script, const std::string& from, const std::string& to) {
 std::string ScriptWithClockFromArgs() {
   std::string script(TokenBucketScript());
   Swap(script, "redis.call('TIME')", "{ARGV[5], ARGV[6]}");
-  Swap(script, "redis.call('PEXPIRE', KEYS[1],", "redis.call('HSET', KEYS[1], 'ttl',");
+  Swap(script, "redis.call('PEXPIRE', key,", "redis.call('HSET', key, 'ttl',");
   return script;
 }
 

@@ -50,17 +50,22 @@ bool IsMissingCode(std::string_view error) {
   return error.starts_with("NOSCRIPT") || error.starts_with("ERR Function not found");
 }
 
-Result<BucketReply> ParseBucketReply(const redisReply& reply) {
-  if (reply.type != REDIS_REPLY_ARRAY || reply.elements != 3) {
+// The script's reply for `count` buckets: allowed, remaining, retry_ms for each in turn.
+Result<std::vector<BucketReply>> ParseBucketReplies(const redisReply& reply, size_t count) {
+  if (reply.type != REDIS_REPLY_ARRAY || reply.elements != 3 * count) {
     return Status::StoreError("unexpected reply to the token bucket script");
   }
-  for (size_t i = 0; i < 3; ++i) {
+  for (size_t i = 0; i < reply.elements; ++i) {
     if (reply.element[i]->type != REDIS_REPLY_INTEGER) {
       return Status::StoreError("token bucket script returned a non-integer");
     }
   }
-  return BucketReply{reply.element[0]->integer == 1, reply.element[1]->integer,
-                     reply.element[2]->integer};
+  std::vector<BucketReply> replies(count);
+  for (size_t i = 0; i < count; ++i) {
+    replies[i] = {reply.element[3 * i]->integer == 1, reply.element[3 * i + 1]->integer,
+                  reply.element[3 * i + 2]->integer};
+  }
+  return replies;
 }
 
 }  // namespace
@@ -113,8 +118,6 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     auto check = std::make_shared<Check>();
     check->ops = std::move(ops);
     check->done = std::move(done);
-    check->replies.resize(check->ops.size());
-    check->outstanding = check->ops.size();
     check->deadline = Clock::now() + options_.timeout;
     {
       std::lock_guard lock(submit_mutex_);
@@ -143,13 +146,11 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   }
 
  private:
-  // One Apply: its operations, the replies gathered so far, and when it gives up.
+  // One Apply: its operations, and when it gives up. All of them go in one script call.
   struct Check {
     std::vector<BucketOp> ops;
     StoreCallback done;
-    std::vector<BucketReply> replies;
-    size_t outstanding = 0;
-    std::vector<int> resends;  // per operation, filled on the first NOSCRIPT
+    int resends = 0;  // after NOSCRIPT
     Clock::time_point deadline;
     bool finished = false;
 
@@ -165,7 +166,6 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   struct Pending {
     enum class Kind { kHandshake, kLoad, kBucket } kind;
     CheckPtr check;  // for kBucket
-    size_t op = 0;   // for kBucket: which operation of the check
   };
 
   enum class State { kConnecting, kReady, kBackoff, kStopped };
@@ -209,11 +209,11 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
       } else {
         out.Write({"AUTH", options_.username, options_.password});
       }
-      pending_.push_back({Pending::Kind::kHandshake, nullptr, 0});
+      pending_.push_back({Pending::Kind::kHandshake, nullptr});
     }
     if (options_.db != 0) {
       out.Write({"SELECT", std::to_string(options_.db)});
-      pending_.push_back({Pending::Kind::kHandshake, nullptr, 0});
+      pending_.push_back({Pending::Kind::kHandshake, nullptr});
     }
     WriteLoad();
     pending_.back().kind = Pending::Kind::kHandshake;
@@ -228,7 +228,7 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     } else {
       out.Write({"FUNCTION", "LOAD", "REPLACE", function_library_});
     }
-    pending_.push_back({Pending::Kind::kLoad, nullptr, 0});
+    pending_.push_back({Pending::Kind::kLoad, nullptr});
     script_loads_.fetch_add(1, std::memory_order_relaxed);
   }
 
@@ -350,24 +350,24 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     }
   }
 
+  // One script call for all of a check's buckets: their keys, then four numbers for each.
   void Send(const CheckPtr& check) {
     if (check->finished) return;
-    for (size_t i = 0; i < check->ops.size(); ++i) SendOp(check, i);
-  }
-
-  void SendOp(const CheckPtr& check, size_t i) {
-    const BucketOp& op = check->ops[i];
+    const std::vector<BucketOp>& ops = check->ops;
     redis::RespWriter out(out_);
-    out.Command(8);
+    out.Command(3 + 5 * ops.size());
     if (options_.mode == ScriptMode::kEvalsha) {
       out.Arg("EVALSHA").Arg(script_sha_);
     } else {
       out.Arg("FCALL").Arg(kFunctionName);
     }
-    out.Arg("1").Arg(op.key).Arg(op.limit.capacity).Arg(op.limit.tokens).Arg(op.limit.period_ms);
-    out.Arg(op.cost);
-    pending_.push_back({Pending::Kind::kBucket, check, i});
-    ++ops_in_flight_;
+    out.Arg(static_cast<int64_t>(ops.size()));
+    for (const BucketOp& op : ops) out.Arg(op.key);
+    for (const BucketOp& op : ops) {
+      out.Arg(op.limit.capacity).Arg(op.limit.tokens).Arg(op.limit.period_ms).Arg(op.cost);
+    }
+    pending_.push_back({Pending::Kind::kBucket, check});
+    ops_in_flight_ += ops.size();
     commands_.fetch_add(1, std::memory_order_relaxed);
   }
 
@@ -465,32 +465,28 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void OnBucketReply(const Pending& p, const redisReply& reply) {
-    --ops_in_flight_;
     Check& check = *p.check;
+    ops_in_flight_ -= check.ops.size();
     if (check.finished) return;
     if (IsError(reply)) {
       std::string_view error = ErrorText(reply);
-      if (IsMissingCode(error)) return Resend(p.check, p.op, error);
+      if (IsMissingCode(error)) return Resend(p.check, error);
       return check.Finish(Status::StoreError(std::string(error)));
     }
-    Result<BucketReply> parsed = ParseBucketReply(reply);
-    if (!parsed.ok()) return check.Finish(parsed.status());
-    check.replies[p.op] = *parsed;
-    if (--check.outstanding == 0) check.Finish(std::move(check.replies));
+    check.Finish(ParseBucketReplies(reply, check.ops.size()));
   }
 
   // The server lost the script: load it again (once for all the commands that noticed), then
-  // send this operation again behind the load. It never ran, so it is sent exactly once more.
-  void Resend(const CheckPtr& check, size_t op, std::string_view error) {
-    if (check->resends.empty()) check->resends.resize(check->ops.size());
-    if (++check->resends[op] > kMaxResends) {
+  // send this check again behind the load. It never ran, so it is sent exactly once more.
+  void Resend(const CheckPtr& check, std::string_view error) {
+    if (++check->resends > kMaxResends) {
       return check->Finish(Status::StoreError("still " + std::string(error) + " after reloading"));
     }
     if (!reload_queued_) {
       WriteLoad();
       reload_queued_ = true;
     }
-    SendOp(check, op);
+    Send(check);
   }
 
   // --- Deadlines ----------------------------------------------------------------------------
