@@ -117,7 +117,8 @@ void Run(const Args& args) {
   if (!store->WaitReady(std::chrono::seconds(5))) throw std::runtime_error("redis not ready");
   if (args.in_flight == 0) {
     auto [one, three] = MedianLatenciesUs(*MakeLimiter(1, store), *MakeLimiter(3, store), args);
-    fmt::print("{{\"median_latency_us_1\": {:.1f}, \"median_latency_us_3\": {:.1f}}}\n", one, three);
+    fmt::print("{{\"median_latency_us_1\": {:.1f}, \"median_latency_us_3\": {:.1f}}}\n", one,
+               three);
     return;
   }
   auto limiter = MakeLimiter(args.rules, store);

@@ -4,6 +4,7 @@
 // the hash instead of set, so that the real clock cannot expire a bucket mid-test.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <random>
 #include <string>
 
@@ -22,7 +23,7 @@ void Swap(std::string& script, const std::string& from, const std::string& to) {
 
 std::string ScriptWithClockFromArgs() {
   std::string script(TokenBucketScript());
-  Swap(script, "redis.call('TIME')", "{ARGV[5], ARGV[6]}");
+  Swap(script, "redis.call('TIME')", "{ARGV[#ARGV - 1], ARGV[#ARGV]}");
   Swap(script, "redis.call('PEXPIRE', key,", "redis.call('HSET', key, 'ttl',");
   return script;
 }
@@ -32,38 +33,44 @@ TEST(ScriptParityTest, MemoryArithmeticMatchesTheScriptOnRandomSchedules) {
   auto client = server.Client();
   const std::string sha = client->String({"SCRIPT", "LOAD", ScriptWithClockFromArgs()});
   std::mt19937_64 rng(20261202);
-  const Limit limits[] = {
+  // Every call takes all five buckets at once, as a request with five rules would.
+  const std::vector<Limit> limits = {
       {100, 100, 60'000}, {1, 1, 3}, {7, 3, 1'000}, {10, 1, 86'400'000}, {1'000'000, 999'999, 1}};
-  int key = 0;
-  for (const Limit& limit : limits) {
-    const std::string bucket = "parity:" + std::to_string(key++);
-    std::optional<BucketState> state;
-    int64_t now_ms = 1'764'633'600'000;  // a real epoch time, as TIME gives
-    for (int step = 0; step < 300; ++step) {
-      now_ms +=
-          std::uniform_int_distribution<int64_t>(0, 3 * limit.period_ms / limit.tokens + 2)(rng);
-      int64_t cost =
+  std::vector<std::optional<BucketState>> states(limits.size());
+  int64_t now_ms = 1'764'633'600'000;  // a real epoch time, as TIME gives
+  for (int step = 0; step < 400; ++step) {
+    now_ms += std::uniform_int_distribution<int64_t>(0, 700)(rng);
+    std::vector<std::string> command = {"EVALSHA", sha, std::to_string(limits.size())};
+    for (size_t i = 0; i < limits.size(); ++i) command.push_back("parity:" + std::to_string(i));
+    std::vector<TakeOutcome> expected;
+    for (size_t i = 0; i < limits.size(); ++i) {
+      const Limit& limit = limits[i];
+      const int64_t cost =
           std::uniform_int_distribution<int64_t>(-1, std::min<int64_t>(limit.capacity, 3))(rng);
-      TakeOutcome expected = TakeTokens(state, limit, cost, now_ms);
-      testing::ReplyPtr reply = client->Command(
-          {"EVALSHA", sha, "1", bucket, std::to_string(limit.capacity),
-           std::to_string(limit.tokens), std::to_string(limit.period_ms), std::to_string(cost),
-           std::to_string(now_ms / 1000), std::to_string(now_ms % 1000 * 1000)});
-      ASSERT_EQ(reply->type, REDIS_REPLY_ARRAY) << (reply->str ? reply->str : "");
-      BucketReply got{reply->element[0]->integer == 1, reply->element[1]->integer,
-                      reply->element[2]->integer};
-      ASSERT_EQ(got, expected.reply) << "limit " << limit.capacity << "/" << limit.tokens << "/"
-                                     << limit.period_ms << " step " << step;
-      ASSERT_EQ(std::stod(client->String({"HGET", bucket, "tokens"})), expected.state.tokens)
-          << "step " << step;
-      ASSERT_EQ(std::stod(client->String({"HGET", bucket, "ttl"})),
-                static_cast<double>(expected.ttl_ms))
-          << "step " << step;
-      if (expected.ttl_ms <= 0) {  // PEXPIRE 0 deletes the key: a full bucket is no bucket
-        client->Command({"DEL", bucket});
-        state.reset();
+      expected.push_back(TakeTokens(states[i], limit, cost, now_ms));
+      for (int64_t n : {limit.capacity, limit.tokens, limit.period_ms, cost}) {
+        command.push_back(std::to_string(n));
+      }
+    }
+    command.push_back(std::to_string(now_ms / 1000));
+    command.push_back(std::to_string(now_ms % 1000 * 1000));
+    testing::ReplyPtr reply = client->Command(command);
+    ASSERT_EQ(reply->type, REDIS_REPLY_ARRAY) << (reply->str ? reply->str : "");
+    ASSERT_EQ(reply->elements, 3 * limits.size());
+    for (size_t i = 0; i < limits.size(); ++i) {
+      SCOPED_TRACE("step " + std::to_string(step) + ", bucket " + std::to_string(i));
+      const std::string key = "parity:" + std::to_string(i);
+      BucketReply got{reply->element[3 * i]->integer == 1, reply->element[3 * i + 1]->integer,
+                      reply->element[3 * i + 2]->integer};
+      ASSERT_EQ(got, expected[i].reply);
+      ASSERT_EQ(std::stod(client->String({"HGET", key, "tokens"})), expected[i].state.tokens);
+      ASSERT_EQ(std::stod(client->String({"HGET", key, "ttl"})),
+                static_cast<double>(expected[i].ttl_ms));
+      if (expected[i].ttl_ms <= 0) {  // PEXPIRE 0 deletes the key: a full bucket is no bucket
+        client->Command({"DEL", key});
+        states[i].reset();
       } else {
-        state = expected.state;
+        states[i] = expected[i].state;
       }
     }
   }
