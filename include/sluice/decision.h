@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "sluice/rule.h"
 #include "sluice/status.h"
 
 namespace sluice {
@@ -18,6 +19,7 @@ struct RuleVerdict {
   int64_t retry_ms = 0;   // when rejected: milliseconds until the bucket has enough again
   bool charged = false;   // the request's tokens stayed taken from this bucket
   bool shadow = false;    // the rule is in shadow mode: its verdict is reported, not enforced
+  Limit limit = {};       // the limit applied: the rule's, or an override's
 
   friend bool operator==(const RuleVerdict&, const RuleVerdict&) = default;
 };

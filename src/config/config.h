@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/network.h"
+#include "sluice/headers.h"
 #include "sluice/limiter.h"
 #include "sluice/redis_store.h"
 #include "sluice/rule.h"
@@ -40,12 +41,6 @@ struct ClientConfig {
   std::string api_key_header = "X-Api-Key";
   // Names the tenant when the API key is not in `tenants`; empty: no such header.
   std::string tenant_header;
-};
-
-// Which rate limit headers responses carry.
-struct HeaderStyles {
-  bool ietf = true;         // RateLimit-Policy and RateLimit (the IETF httpapi draft)
-  bool x_ratelimit = true;  // X-RateLimit-Limit, -Remaining, -Reset
 };
 
 struct Config {

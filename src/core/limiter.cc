@@ -46,30 +46,31 @@ using StatePtr = std::shared_ptr<Limiter::State>;
 struct Plan {
   std::vector<BucketOp> ops;
   std::vector<size_t> rules;
+  std::vector<Limit> limits;  // ops[i].limit, kept when the ops go to the store
 };
 
-// `plan_rules[first + i]` is the position in `rules` of the rule that `replies[i]` answers for.
-std::vector<RuleVerdict> ToVerdicts(const std::vector<Rule>& rules,
-                                    const std::vector<size_t>& plan_rules,
+// The verdicts for `replies`, which answer for the plan's operations from `first` on.
+std::vector<RuleVerdict> ToVerdicts(const std::vector<Rule>& rules, const Plan& plan,
                                     const std::vector<BucketReply>& replies, size_t first = 0) {
   std::vector<RuleVerdict> verdicts;
   verdicts.reserve(replies.size());
   for (size_t i = 0; i < replies.size(); ++i) {
     const BucketReply& r = replies[i];
-    const size_t rule = plan_rules[first + i];
-    verdicts.push_back({rule, r.allowed, r.remaining, r.retry_ms, r.allowed, rules[rule].shadow});
+    const size_t rule = plan.rules[first + i];
+    verdicts.push_back({rule, r.allowed, r.remaining, r.retry_ms, r.allowed, rules[rule].shadow,
+                        plan.limits[first + i]});
   }
   return verdicts;
 }
 
 // Sends the whole plan at once and charges every bucket that allowed.
 void ChargeAll(const StatePtr& state, Plan plan, DecisionCallback done) {
-  state->store->Apply(
-      std::move(plan.ops), [state, rules = std::move(plan.rules), done = std::move(done)](
-                               const Result<std::vector<BucketReply>>& replies) {
-        if (!replies.ok()) return state->FinishByPolicy(replies.status(), done);
-        state->Finish(CombineVerdicts(ToVerdicts(state->rules, rules, *replies)), done);
-      });
+  std::vector<BucketOp> ops = std::move(plan.ops);
+  state->store->Apply(std::move(ops), [state, plan = std::move(plan), done = std::move(done)](
+                                          const Result<std::vector<BucketReply>>& replies) {
+    if (!replies.ok()) return state->FinishByPolicy(replies.status(), done);
+    state->Finish(CombineVerdicts(ToVerdicts(state->rules, plan, *replies)), done);
+  });
 }
 
 // Asks the rules one at a time, from `next` on, stopping at the first that rejects.
@@ -86,8 +87,7 @@ struct StopAtFirst : std::enable_shared_from_this<StopAtFirst> {
     state->store->Apply({plan.ops[next]}, [self = shared_from_this(),
                                            next](const Result<std::vector<BucketReply>>& replies) {
       if (!replies.ok()) return self->state->FinishByPolicy(replies.status(), self->done);
-      std::vector<RuleVerdict> one =
-          ToVerdicts(self->state->rules, self->plan.rules, *replies, next);
+      std::vector<RuleVerdict> one = ToVerdicts(self->state->rules, self->plan, *replies, next);
       self->verdicts.push_back(one.front());
       if (!one.front().allowed && !one.front().shadow) {
         return self->state->Finish(CombineVerdicts(std::move(self->verdicts)), self->done);
@@ -103,7 +103,7 @@ void Refund(const StatePtr& state, Plan plan, DecisionCallback done) {
   state->store->Apply(std::move(ops), [state, plan = std::move(plan), done = std::move(done)](
                                           const Result<std::vector<BucketReply>>& replies) mutable {
     if (!replies.ok()) return state->FinishByPolicy(replies.status(), done);
-    Decision decision = CombineVerdicts(ToVerdicts(state->rules, plan.rules, *replies));
+    Decision decision = CombineVerdicts(ToVerdicts(state->rules, plan, *replies));
     if (decision.allowed) return state->Finish(std::move(decision), done);
 
     std::vector<BucketOp> refunds;
@@ -143,8 +143,10 @@ Result<Plan> MakePlan(const Limiter::State& state, const Request& request) {
       return Status::InvalidArgument("attribute \"" + rule.attribute +
                                      "\": " + key.status().message());
     }
-    plan.ops.push_back({std::move(key).value(), rule.LimitFor(*value), rule.cost});
+    const Limit& limit = rule.LimitFor(*value);
+    plan.ops.push_back({std::move(key).value(), limit, rule.cost});
     plan.rules.push_back(i);
+    plan.limits.push_back(limit);
   }
   return plan;
 }

@@ -1,0 +1,24 @@
+// Which address a request really comes from: the socket's peer, or what trusted proxies in front
+// of the gateway say in X-Forwarded-For or Forwarded (RFC 7239).
+#pragma once
+
+#include <boost/asio/ip/address.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/network.h"
+
+namespace sluice::http {
+
+// The client's address, as text ("203.0.113.42", "2001:db8::1"). Forwarding headers are read
+// only when `peer` is a trusted proxy, and then from the right (the hop nearest the gateway):
+// each address that is itself a trusted proxy is skipped, and the first that is not is the
+// client. An entry that is not an address ("unknown", junk) ends the walk at the hop that
+// wrote it. `forwarded` (RFC 7239) is used when present, else `x_forwarded_for`; several header
+// lines must be joined with ",". An IPv4-mapped IPv6 address is given as IPv4.
+std::string ClientAddress(const boost::asio::ip::address& peer, std::string_view x_forwarded_for,
+                          std::string_view forwarded,
+                          const std::vector<config::Network>& trusted_proxies);
+
+}  // namespace sluice::http
