@@ -4,6 +4,8 @@
 
 #include "check_command.h"
 #include "check_config_command.h"
+#include "demo_upstream_command.h"
+#include "serve_command.h"
 
 int main(int argc, char** argv) {
   try {
@@ -11,6 +13,8 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     sluice::cli::AddCheckCommand(app);
     sluice::cli::AddCheckConfigCommand(app);
+    sluice::cli::AddServeCommand(app);
+    sluice::cli::AddDemoUpstreamCommand(app);
     CLI11_PARSE(app, argc, argv);
     return 0;
   } catch (const std::exception& e) {

@@ -1,0 +1,194 @@
+#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
+
+#include "serve_command.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/signal_set.hpp>
+#include <thread>
+
+#include "config/config.h"
+#include "http/gateway.h"
+#include "http/server.h"
+#include "sluice/memory_store.h"
+#include "sluice/redis_store.h"
+
+namespace sluice::cli {
+namespace {
+
+namespace asio = boost::asio;
+using std::chrono::milliseconds;
+
+struct Store {
+  std::shared_ptr<sluice::Store> store;
+  std::function<bool()> ready;
+};
+
+Store MakeStore(const config::StoreConfig& c) {
+  if (c.type == config::StoreType::kMemory) {
+    return {std::make_shared<MemoryStore>(), [] { return true; }};
+  }
+  auto redis = std::make_shared<RedisStore>(c.redis);
+  if (!redis->WaitReady(c.redis.connect_timeout)) {
+    spdlog::warn("redis {}:{} is not reachable yet; checks follow the failure policy until it is",
+                 c.redis.host, c.redis.port);
+  }
+  return {redis, [redis] { return redis->Ready(); }};
+}
+
+http::ServerLimits Limits(const config::Config& c) {
+  http::ServerLimits limits;
+  limits.max_header_bytes = c.max_header_bytes;
+  limits.max_body_bytes = c.max_body_bytes;
+  limits.header_timeout = c.header_timeout;
+  return limits;
+}
+
+// The store and the listen addresses are fixed for the life of the process; the rest reloads.
+bool SameFixedParts(const config::Config& a, const config::Config& b) {
+  return a.listen == b.listen && a.check_listen == b.check_listen &&
+         a.upstream.address == b.upstream.address && a.upstream.pool == b.upstream.pool &&
+         a.admin_listen == b.admin_listen && a.store.type == b.store.type &&
+         a.store.redis.host == b.store.redis.host && a.store.redis.port == b.store.redis.port &&
+         a.store.redis.db == b.store.redis.db && a.threads == b.threads;
+}
+
+class Service {
+ public:
+  explicit Service(config::Config config)
+      : store_(MakeStore(config.store)), gateway_(store_.store, store_.ready), signals_(io_) {
+    threads_ = config.threads;
+    if (Status s = gateway_.Apply(config); !s.ok()) throw std::runtime_error(s.message());
+  }
+
+  int Run(const std::string& path) {
+    path_ = path;
+    const auto snapshot = gateway_.Current();
+    const config::Config& c = snapshot->config;
+    auto bind = [this](http::Server& server, const config::Endpoint& where, const char* what) {
+      if (Status s = server.Listen(where); !s.ok()) throw std::runtime_error(s.message());
+      spdlog::info("{} listening on {}:{}", what, where.host, server.port());
+    };
+    gateway_.SetUpstream(std::make_unique<http::UpstreamPool>(io_, c.upstream));
+    proxy_ = std::make_unique<http::Server>(
+        io_, [this](auto r, auto p) { return gateway_.HandleProxy(std::move(r), p); }, Limits(c));
+    bind(*proxy_, c.listen, "proxy");
+    admin_ = std::make_unique<http::Server>(
+        io_, [this](auto r, auto p) { return gateway_.HandleAdmin(std::move(r), p); }, Limits(c));
+    bind(*admin_, c.admin_listen, "admin");
+    if (c.check_listen) {
+      check_ = std::make_unique<http::Server>(
+          io_, [this](auto r, auto p) { return gateway_.HandleCheck(std::move(r), p); }, Limits(c));
+      bind(*check_, *c.check_listen, "check API");
+    }
+    gateway_.SetGauges([this] {
+      return std::vector<std::pair<std::string, double>>{
+          {"sluice_requests_in_flight", static_cast<double>(InFlight())}};
+    });
+    drain_timeout_ = c.drain_timeout;
+    WaitForSignals();
+    std::vector<std::thread> threads;
+    for (unsigned i = 1; i < threads_; ++i) threads.emplace_back([this] { io_.run(); });
+    io_.run();
+    for (std::thread& t : threads) t.join();
+    spdlog::info("stopped");
+    return 0;
+  }
+
+ private:
+  size_t InFlight() const {
+    return (proxy_ ? proxy_->InFlight() : 0) + (check_ ? check_->InFlight() : 0);
+  }
+
+  void WaitForSignals() {
+    signals_.add(SIGTERM);
+    signals_.add(SIGINT);
+    signals_.add(SIGHUP);
+    signals_.async_wait([this](const boost::system::error_code& ec, int signal) {
+      if (ec) return;
+      if (signal == SIGHUP) {
+        Reload();
+        return WaitForSignals();
+      }
+      Drain();
+    });
+  }
+
+  void Reload() {
+    Result<config::Config> next = config::LoadConfig(path_);
+    if (!next.ok()) {
+      spdlog::error("reload refused, the running configuration stays: {}", next.status().message());
+      return;
+    }
+    if (!SameFixedParts(gateway_.Current()->config, *next)) {
+      spdlog::error(
+          "reload refused: listen addresses, threads, the upstream and the store need a restart");
+      return;
+    }
+    if (Status s = gateway_.Apply(std::move(next).value()); !s.ok()) {
+      spdlog::error("reload refused, the running configuration stays: {}", s.message());
+      return;
+    }
+    spdlog::info("reloaded {}", path_);
+  }
+
+  // Stops accepting, lets requests in flight finish within the drain timeout, then stops.
+  void Drain() {
+    spdlog::info("stopping: draining {} requests in flight", InFlight());
+    for (http::Server* s : {proxy_.get(), admin_.get(), check_.get()}) {
+      if (s != nullptr) s->StopAccepting();
+    }
+    drain_deadline_ = std::chrono::steady_clock::now() + drain_timeout_;
+    PollDrained();
+  }
+
+  void PollDrained() {
+    if (InFlight() == 0 || std::chrono::steady_clock::now() >= drain_deadline_) {
+      if (InFlight() != 0) spdlog::warn("drain timeout: {} requests cut off", InFlight());
+      io_.stop();
+      return;
+    }
+    auto timer = std::make_shared<asio::steady_timer>(io_, milliseconds(10));
+    timer->async_wait([this, timer](const boost::system::error_code&) { PollDrained(); });
+  }
+
+  asio::io_context io_;
+  Store store_;
+  http::Gateway gateway_;
+  asio::signal_set signals_;
+  unsigned threads_ = 1;
+  std::string path_;
+  std::unique_ptr<http::Server> proxy_;
+  std::unique_ptr<http::Server> admin_;
+  std::unique_ptr<http::Server> check_;
+  milliseconds drain_timeout_{10'000};
+  std::chrono::steady_clock::time_point drain_deadline_;
+};
+
+int Serve(const std::string& path) {
+  Result<config::Config> loaded = config::LoadConfig(path);
+  if (!loaded.ok()) {
+    spdlog::error("{}", loaded.status().message());
+    return 1;
+  }
+  try {
+    Service service(std::move(loaded).value());
+    return service.Run(path);
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return 1;
+  }
+}
+
+}  // namespace
+
+void AddServeCommand(CLI::App& app) {
+  auto path = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("serve", "Run the gateway");
+  cmd->add_option("--config", *path, "the YAML configuration")->required();
+  cmd->callback([path] {
+    if (int rc = Serve(*path); rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace sluice::cli

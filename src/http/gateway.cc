@@ -1,0 +1,255 @@
+#include "http/gateway.h"
+
+#include <nlohmann/json.hpp>
+
+#include "http/client_address.h"
+#include "http/request_attributes.h"
+#include "sluice/headers.h"
+
+namespace sluice::http {
+
+namespace bhttp = beast::http;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+HttpResponse JsonResponse(bhttp::status status, const json& body) {
+  return MakeResponse(status, body.dump() + "\n", "application/json");
+}
+
+HttpResponse JsonError(bhttp::status status, const std::string& message) {
+  return JsonResponse(status, json{{"error", message}});
+}
+
+void AddHeaders(HttpResponse& response, const Decision& decision, const Snapshot& snapshot) {
+  for (const auto& [name, value] :
+       RateLimitHeaders(decision, snapshot.limiter->rules(), snapshot.config.headers)) {
+    response.set(name, value);
+  }
+}
+
+// The request's attributes from the JSON form: {"attributes": {...}, "method": .., "path": ..}.
+Result<Request> ParseCheckBody(const std::string& body) {
+  json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return Status::InvalidArgument("the body is not JSON");
+  if (!doc.is_object()) return Status::InvalidArgument("the body must be a JSON object");
+  Request request;
+  if (auto it = doc.find("attributes"); it != doc.end()) {
+    if (!it->is_object()) return Status::InvalidArgument("\"attributes\" must be an object");
+    for (const auto& [name, value] : it->items()) {
+      if (!value.is_string()) {
+        return Status::InvalidArgument("attribute \"" + name + "\" must be a string");
+      }
+      request.Set(name, value.get<std::string>());
+    }
+  } else {
+    return Status::InvalidArgument("the body needs \"attributes\"");
+  }
+  std::string method, path;
+  for (auto [field, target] : {std::pair{"method", &method}, std::pair{"path", &path}}) {
+    if (auto it = doc.find(field); it != doc.end()) {
+      if (!it->is_string())
+        return Status::InvalidArgument(std::string("\"") + field + "\" must be a string");
+      *target = it->get<std::string>();
+    }
+  }
+  request.SetRoute(std::move(method), std::move(path));
+  return request;
+}
+
+}  // namespace
+
+std::string DecisionJson(const Decision& decision, const std::vector<Rule>& rules) {
+  json verdicts = json::array();
+  for (const RuleVerdict& v : decision.verdicts) {
+    verdicts.push_back({{"rule", rules[v.rule].name},
+                        {"allowed", v.allowed},
+                        {"remaining", v.remaining},
+                        {"retry_ms", v.retry_ms},
+                        {"limit", v.limit.capacity},
+                        {"shadow", v.shadow}});
+  }
+  json out = {{"allowed", decision.allowed},
+              {"checked", decision.checked},
+              {"retry_after", decision.retry_after_s},
+              {"rules", verdicts}};
+  if (decision.tightest) out["tightest"] = rules[decision.verdicts[*decision.tightest].rule].name;
+  if (decision.rejecting) {
+    const RuleVerdict& r = decision.verdicts[*decision.rejecting];
+    out["rejected_by"] = rules[r.rule].name;
+    out["retry_ms"] = r.retry_ms;
+  }
+  if (!decision.error.ok()) out["error"] = decision.error.ToString();
+  return out.dump();
+}
+
+Gateway::Gateway(std::shared_ptr<Store> store, std::function<bool()> ready)
+    : store_(std::move(store)), ready_(std::move(ready)) {}
+
+Status Gateway::Apply(config::Config config) {
+  LimiterOptions options{config.key_prefix, config.policy, config.failure};
+  Result<std::unique_ptr<Limiter>> limiter = Limiter::Create(config.rules, options, store_);
+  if (!limiter.ok()) return limiter.status();
+  auto snapshot =
+      std::make_shared<Snapshot>(Snapshot{std::move(config), std::move(limiter).value()});
+  std::lock_guard lock(mutex_);
+  current_ = std::move(snapshot);
+  return {};
+}
+
+std::shared_ptr<const Snapshot> Gateway::Current() const {
+  std::lock_guard lock(mutex_);
+  return current_;
+}
+
+void Gateway::SetGauges(std::function<std::vector<std::pair<std::string, double>>()> gauges) {
+  gauges_ = std::move(gauges);
+}
+
+asio::awaitable<Decision> Gateway::Decide(const Snapshot& snapshot, const Request& request) {
+  const auto start = Clock::now();
+  Decision decision = co_await snapshot.limiter->AsyncCheck(request, asio::use_awaitable);
+  metrics_.RecordDecision(decision, snapshot.limiter->rules(),
+                          std::chrono::duration<double>(Clock::now() - start).count());
+  co_return decision;
+}
+
+asio::awaitable<HttpResponse> Gateway::HandleCheck(HttpRequest request, asio::ip::address peer) {
+  const std::string_view target(request.target().data(), request.target().size());
+  if (target == "/v1/check") {
+    if (request.method() != bhttp::verb::post) {
+      co_return JsonError(bhttp::status::method_not_allowed, "use POST");
+    }
+    co_return co_await CheckJson(request);
+  }
+  if (target == "/v1/auth" || target.starts_with("/v1/auth?")) {
+    co_return co_await CheckAuthRequest(request, peer);
+  }
+  co_return JsonError(bhttp::status::not_found, "no such endpoint; try POST /v1/check");
+}
+
+asio::awaitable<HttpResponse> Gateway::CheckJson(const HttpRequest& request) {
+  std::shared_ptr<const Snapshot> snapshot = Current();
+  Result<Request> parsed = ParseCheckBody(request.body());
+  if (!parsed.ok()) co_return JsonError(bhttp::status::bad_request, parsed.status().message());
+  Decision decision = co_await Decide(*snapshot, *parsed);
+  if (decision.error.code() == StatusCode::kInvalidArgument) {
+    co_return JsonError(bhttp::status::bad_request, decision.error.message());
+  }
+  HttpResponse response =
+      MakeResponse(decision.allowed ? bhttp::status::ok : RejectionStatus(decision),
+                   DecisionJson(decision, snapshot->limiter->rules()) + "\n", "application/json");
+  AddHeaders(response, decision, *snapshot);
+  co_return response;
+}
+
+namespace {
+
+std::optional<std::string_view> FindHeader(const HttpRequest& request, std::string_view name) {
+  auto it = request.find(beast::string_view(name.data(), name.size()));
+  if (it == request.end()) return std::nullopt;
+  return std::string_view(it->value().data(), it->value().size());
+}
+
+std::string_view PathOf(std::string_view target) { return target.substr(0, target.find('?')); }
+
+// 429 for a rate limit; 503 when the store could not be asked and the policy is to fail closed.
+bhttp::status RejectionStatus(const Decision& decision) {
+  return decision.checked ? bhttp::status::too_many_requests : bhttp::status::service_unavailable;
+}
+
+// The rejection's body: the rule that rejected and when to come back.
+std::string RejectionBody(const Decision& decision, const std::vector<Rule>& rules) {
+  if (!decision.checked) {
+    return json{{"error", "rate limit store unavailable"}, {"detail", decision.error.ToString()}}
+               .dump() +
+           "\n";
+  }
+  json body = {{"error", "too many requests"}, {"retry_after", decision.retry_after_s}};
+  if (decision.rejecting) {
+    const RuleVerdict& r = decision.verdicts[*decision.rejecting];
+    body["rule"] = rules[r.rule].name;
+    body["retry_ms"] = r.retry_ms;
+  }
+  return body.dump() + "\n";
+}
+
+}  // namespace
+
+Request Gateway::Attributes(const Snapshot& snapshot, const HttpRequest& request,
+                            const asio::ip::address& peer, std::string_view method,
+                            std::string_view path) {
+  const config::Config& config = snapshot.config;
+  const std::string ip =
+      ClientAddress(peer, JoinedHeader(request, "X-Forwarded-For"),
+                    JoinedHeader(request, "Forwarded"), config.client.trusted_proxies);
+  return RequestAttributes(config, ip, method, path,
+                           [&request](std::string_view name) { return FindHeader(request, name); });
+}
+
+asio::awaitable<HttpResponse> Gateway::HandleProxy(HttpRequest request, asio::ip::address peer) {
+  std::shared_ptr<const Snapshot> snapshot = Current();
+  const std::string_view method(request.method_string().data(), request.method_string().size());
+  const std::string_view target(request.target().data(), request.target().size());
+  Decision decision =
+      co_await Decide(*snapshot, Attributes(*snapshot, request, peer, method, PathOf(target)));
+  const unsigned version = request.version();
+  if (decision.error.code() == StatusCode::kInvalidArgument) {
+    co_return JsonError(bhttp::status::bad_request, decision.error.message());
+  }
+  if (!decision.allowed) {
+    HttpResponse response =
+        MakeResponse(RejectionStatus(decision), RejectionBody(decision, snapshot->limiter->rules()),
+                     "application/json", version);
+    AddHeaders(response, decision, *snapshot);
+    co_return response;
+  }
+  PrepareUpstreamRequest(request, peer);
+  const auto start = Clock::now();
+  HttpResponse response = co_await upstream_->Forward(std::move(request));
+  const bool failed = response.result() == bhttp::status::bad_gateway ||
+                      response.result() == bhttp::status::gateway_timeout;
+  metrics_.RecordUpstream(!failed, std::chrono::duration<double>(Clock::now() - start).count());
+  PrepareClientResponse(response);
+  response.version(version);
+  AddHeaders(response, decision, *snapshot);
+  co_return response;
+}
+
+// nginx's auth_request: the original request's headers come along; its method and URI in
+// X-Original-Method and X-Original-URI, as the example configuration sets them.
+asio::awaitable<HttpResponse> Gateway::CheckAuthRequest(const HttpRequest& request,
+                                                        const asio::ip::address& peer) {
+  std::shared_ptr<const Snapshot> snapshot = Current();
+  const std::string_view uri = FindHeader(request, "X-Original-URI").value_or("");
+  Request attributes = Attributes(
+      *snapshot, request, peer, FindHeader(request, "X-Original-Method").value_or(""), PathOf(uri));
+  Decision decision = co_await Decide(*snapshot, attributes);
+  if (decision.error.code() == StatusCode::kInvalidArgument) {
+    co_return MakeResponse(bhttp::status::bad_request, decision.error.message() + "\n");
+  }
+  HttpResponse response =
+      MakeResponse(decision.allowed ? bhttp::status::ok : RejectionStatus(decision), "");
+  AddHeaders(response, decision, *snapshot);
+  co_return response;
+}
+
+asio::awaitable<HttpResponse> Gateway::HandleAdmin(HttpRequest request, asio::ip::address) {
+  const std::string_view target(request.target().data(), request.target().size());
+  if (target == "/healthz") co_return MakeResponse(bhttp::status::ok, "ok\n");
+  if (target == "/readyz") {
+    const bool ready = ready_();
+    co_return MakeResponse(ready ? bhttp::status::ok : bhttp::status::service_unavailable,
+                           ready ? "ready\n" : "store unreachable\n");
+  }
+  if (target == "/metrics") {
+    co_return MakeResponse(
+        bhttp::status::ok,
+        metrics_.Render(gauges_ ? gauges_() : std::vector<std::pair<std::string, double>>{}),
+        "text/plain; version=0.0.4");
+  }
+  co_return MakeResponse(bhttp::status::not_found, "try /healthz, /readyz or /metrics\n");
+}
+
+}  // namespace sluice::http

@@ -1,0 +1,77 @@
+// The gateway's request handling, shared by its front ends: the configuration in force, the
+// limiter built from it, and the metrics. The configuration can be replaced while serving.
+#pragma once
+
+#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
+
+#include <memory>
+#include <mutex>
+
+#include "config/config.h"
+#include "http/metrics.h"
+#include "http/server.h"
+#include "http/upstream.h"
+#include "sluice/limiter.h"
+#include "sluice/store.h"
+
+namespace sluice::http {
+
+// One configuration and the limiter made from it; requests keep the one they started with.
+struct Snapshot {
+  config::Config config;
+  std::unique_ptr<Limiter> limiter;
+};
+
+class Gateway {
+ public:
+  // `ready` says whether the store can be reached now, for /readyz.
+  Gateway(std::shared_ptr<Store> store, std::function<bool()> ready);
+
+  // Builds a limiter for `config` and puts both in force; on error nothing changes.
+  Status Apply(config::Config config);
+
+  std::shared_ptr<const Snapshot> Current() const;
+
+  // Where allowed requests go; needed before HandleProxy is used.
+  void SetUpstream(std::unique_ptr<UpstreamPool> upstream) { upstream_ = std::move(upstream); }
+
+  // The reverse proxy: checks every request, then forwards it or answers 429.
+  asio::awaitable<HttpResponse> HandleProxy(HttpRequest request, asio::ip::address peer);
+
+  // POST /v1/check (JSON) and /v1/auth (nginx auth_request).
+  asio::awaitable<HttpResponse> HandleCheck(HttpRequest request, asio::ip::address peer);
+
+  // /healthz, /readyz, /metrics.
+  asio::awaitable<HttpResponse> HandleAdmin(HttpRequest request, asio::ip::address peer);
+
+  Metrics& metrics() { return metrics_; }
+
+  // Extra gauges for /metrics, such as requests in flight, filled in by whoever runs servers.
+  void SetGauges(std::function<std::vector<std::pair<std::string, double>>()> gauges);
+
+ private:
+  // Checks `request` with the snapshot's limiter and records it in the metrics.
+  asio::awaitable<Decision> Decide(const Snapshot& snapshot, const Request& request);
+
+  asio::awaitable<HttpResponse> CheckJson(const HttpRequest& request);
+  asio::awaitable<HttpResponse> CheckAuthRequest(const HttpRequest& request,
+                                                 const asio::ip::address& peer);
+
+  // The attributes of an HTTP request, by the snapshot's configuration.
+  static Request Attributes(const Snapshot& snapshot, const HttpRequest& request,
+                            const asio::ip::address& peer, std::string_view method,
+                            std::string_view path);
+
+  std::shared_ptr<Store> store_;
+  std::function<bool()> ready_;
+  std::unique_ptr<UpstreamPool> upstream_;
+  mutable std::mutex mutex_;
+  std::shared_ptr<const Snapshot> current_;
+  std::function<std::vector<std::pair<std::string, double>>()> gauges_;
+  Metrics metrics_;
+};
+
+// The decision as the check API's JSON answer.
+std::string DecisionJson(const Decision& decision, const std::vector<Rule>& rules);
+
+}  // namespace sluice::http

@@ -1,0 +1,74 @@
+// An HTTP/1.1 server on Boost.Beast: one coroutine per connection, keep-alive, a timeout on
+// every read and write, and limits on the size of what a client may send.
+#pragma once
+
+#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
+
+#include <atomic>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "config/network.h"
+#include "sluice/status.h"
+
+namespace sluice::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+using HttpRequest = beast::http::request<beast::http::string_body>;
+using HttpResponse = beast::http::response<beast::http::string_body>;
+
+// Answers one request; `peer` is the direct peer's address.
+using Handler =
+    std::function<asio::awaitable<HttpResponse>(HttpRequest request, asio::ip::address peer)>;
+
+struct ServerLimits {
+  size_t max_header_bytes = 16 * 1024;
+  size_t max_body_bytes = 10 * 1024 * 1024;
+  std::chrono::milliseconds header_timeout{10'000};  // to receive a request's head and body
+  std::chrono::milliseconds idle_timeout{60'000};    // between requests on a kept-alive connection
+  std::chrono::milliseconds write_timeout{30'000};
+};
+
+// Listens on one endpoint and serves each connection with `handler`. Malformed requests get
+// 400, oversized headers 431, oversized bodies 413, a client too slow to send its request 408,
+// and the connection is closed after each of them.
+class Server {
+ public:
+  Server(asio::io_context& io, Handler handler, ServerLimits limits);
+  ~Server();
+
+  // Binds and starts accepting; fails when the address cannot be bound.
+  Status Listen(const config::Endpoint& endpoint);
+
+  // The port actually bound (useful when listening on port 0).
+  uint16_t port() const;
+
+  // Stops accepting; connections finish the request in hand and close.
+  void StopAccepting();
+
+  // Connections open now.
+  size_t Connections() const;
+
+  // Requests being handled now.
+  size_t InFlight() const;
+
+  struct State;  // shared with the connections' coroutines
+
+ private:
+  asio::io_context& io_;
+  std::shared_ptr<State> state_;
+};
+
+// A response with `status`, a plain-text or JSON body, and Content-Length set.
+HttpResponse MakeResponse(beast::http::status status, std::string body,
+                          std::string_view content_type = "text/plain; charset=utf-8",
+                          unsigned version = 11, bool keep_alive = true);
+
+}  // namespace sluice::http

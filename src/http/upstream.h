@@ -1,0 +1,58 @@
+// The service behind the gateway: a pool of keep-alive connections, and the forwarding of one
+// request over it with hop-by-hop headers handled as RFC 9110 says.
+#pragma once
+
+#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.h"
+#include "http/server.h"
+
+namespace sluice::http {
+
+// The largest upstream response body relayed; larger ones become 502.
+inline constexpr size_t kMaxResponseBytes = 64 * 1024 * 1024;
+
+// Connections to the upstream. Idle ones are kept (up to the pool size) and reused.
+class UpstreamPool {
+ public:
+  UpstreamPool(asio::io_context& io, config::UpstreamConfig config);
+
+  // Sends `request` and returns the upstream's response, or 502 (cannot connect, broken
+  // response) or 504 (no answer within the timeout). A reused connection that turns out to be
+  // closed is replaced once for idempotent methods.
+  asio::awaitable<HttpResponse> Forward(HttpRequest request);
+
+  size_t Idle() const;
+
+ private:
+  asio::awaitable<beast::error_code> Exchange(beast::tcp_stream& stream, HttpRequest& request,
+                                              HttpResponse& response);
+  using Stream = std::unique_ptr<beast::tcp_stream>;
+  asio::awaitable<Stream> Connect(beast::error_code& ec);
+  Stream TakeIdle();
+  void GiveBack(Stream stream);
+
+  asio::io_context& io_;
+  const config::UpstreamConfig config_;
+  mutable std::mutex mutex_;
+  std::vector<Stream> idle_;
+};
+
+// Readies a client's request for the upstream: removes hop-by-hop headers (Connection, the
+// headers it names, Keep-Alive, Proxy-Connection, TE, Trailer, Transfer-Encoding, Upgrade),
+// appends `client_peer` to X-Forwarded-For, and asks for keep-alive.
+void PrepareUpstreamRequest(HttpRequest& request, const asio::ip::address& client_peer);
+
+// Readies the upstream's response for the client: removes its hop-by-hop headers.
+void PrepareClientResponse(HttpResponse& response);
+
+// All the values of a header that may come on several lines, joined with ", ".
+std::string JoinedHeader(const HttpRequest& request, std::string_view name);
+
+}  // namespace sluice::http
