@@ -58,6 +58,35 @@ Result<Request> ParseCheckBody(const std::string& body) {
   return request;
 }
 
+std::optional<std::string_view> FindHeader(const HttpRequest& request, std::string_view name) {
+  auto it = request.find(beast::string_view(name.data(), name.size()));
+  if (it == request.end()) return std::nullopt;
+  return std::string_view(it->value().data(), it->value().size());
+}
+
+std::string_view PathOf(std::string_view target) { return target.substr(0, target.find('?')); }
+
+// 429 for a rate limit; 503 when the store could not be asked and the policy is to fail closed.
+bhttp::status RejectionStatus(const Decision& decision) {
+  return decision.checked ? bhttp::status::too_many_requests : bhttp::status::service_unavailable;
+}
+
+// The rejection's body: the rule that rejected and when to come back.
+std::string RejectionBody(const Decision& decision, const std::vector<Rule>& rules) {
+  if (!decision.checked) {
+    return json{{"error", "rate limit store unavailable"}, {"detail", decision.error.ToString()}}
+               .dump() +
+           "\n";
+  }
+  json body = {{"error", "too many requests"}, {"retry_after", decision.retry_after_s}};
+  if (decision.rejecting) {
+    const RuleVerdict& r = decision.verdicts[*decision.rejecting];
+    body["rule"] = rules[r.rule].name;
+    body["retry_ms"] = r.retry_ms;
+  }
+  return body.dump() + "\n";
+}
+
 }  // namespace
 
 std::string DecisionJson(const Decision& decision, const std::vector<Rule>& rules) {
@@ -143,39 +172,6 @@ asio::awaitable<HttpResponse> Gateway::CheckJson(const HttpRequest& request) {
   AddHeaders(response, decision, *snapshot);
   co_return response;
 }
-
-namespace {
-
-std::optional<std::string_view> FindHeader(const HttpRequest& request, std::string_view name) {
-  auto it = request.find(beast::string_view(name.data(), name.size()));
-  if (it == request.end()) return std::nullopt;
-  return std::string_view(it->value().data(), it->value().size());
-}
-
-std::string_view PathOf(std::string_view target) { return target.substr(0, target.find('?')); }
-
-// 429 for a rate limit; 503 when the store could not be asked and the policy is to fail closed.
-bhttp::status RejectionStatus(const Decision& decision) {
-  return decision.checked ? bhttp::status::too_many_requests : bhttp::status::service_unavailable;
-}
-
-// The rejection's body: the rule that rejected and when to come back.
-std::string RejectionBody(const Decision& decision, const std::vector<Rule>& rules) {
-  if (!decision.checked) {
-    return json{{"error", "rate limit store unavailable"}, {"detail", decision.error.ToString()}}
-               .dump() +
-           "\n";
-  }
-  json body = {{"error", "too many requests"}, {"retry_after", decision.retry_after_s}};
-  if (decision.rejecting) {
-    const RuleVerdict& r = decision.verdicts[*decision.rejecting];
-    body["rule"] = rules[r.rule].name;
-    body["retry_ms"] = r.retry_ms;
-  }
-  return body.dump() + "\n";
-}
-
-}  // namespace
 
 Request Gateway::Attributes(const Snapshot& snapshot, const HttpRequest& request,
                             const asio::ip::address& peer, std::string_view method,
