@@ -37,8 +37,8 @@ struct ServerLimits {
 };
 
 // Listens on one endpoint and serves each connection with `handler`. Malformed requests get
-// 400, oversized headers 431, oversized bodies 413, a client too slow to send its request 408,
-// and the connection is closed after each of them.
+// 400, oversized headers 431, oversized bodies 413, and the connection is closed after each of
+// them; a client too slow to send its request within the header timeout is disconnected.
 class Server {
  public:
   Server(asio::io_context& io, Handler handler, ServerLimits limits);

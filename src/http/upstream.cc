@@ -76,6 +76,7 @@ UpstreamPool::Stream UpstreamPool::TakeIdle() {
 }
 
 void UpstreamPool::GiveBack(Stream stream) {
+  stream->expires_never();  // an idle connection's old deadline must not close it in the pool
   std::lock_guard lock(mutex_);
   if (idle_.size() < config_.pool) idle_.push_back(std::move(stream));
 }
@@ -113,7 +114,8 @@ asio::awaitable<beast::error_code> UpstreamPool::Exchange(beast::tcp_stream& str
 
 asio::awaitable<HttpResponse> UpstreamPool::Forward(HttpRequest request) {
   const unsigned client_version = request.version();
-  for (int attempt = 0; attempt < 2; ++attempt) {
+  // Pooled connections that turn out dead are dropped one by one; a new one ends the loop.
+  for (;;) {
     beast::error_code ec;
     Stream stream = TakeIdle();
     const bool reused = stream != nullptr;
@@ -132,7 +134,7 @@ asio::awaitable<HttpResponse> UpstreamPool::Forward(HttpRequest request) {
       if (response.keep_alive()) GiveBack(std::move(stream));
       co_return response;
     }
-    // A pooled connection the upstream had already closed: try once more on a new one.
+    // A pooled connection the upstream had already closed: try the next, or a new one.
     if (reused && ec != beast::error::timeout && Idempotent(request.method())) continue;
     co_return MakeResponse(
         ec == beast::error::timeout ? bhttp::status::gateway_timeout : bhttp::status::bad_gateway,

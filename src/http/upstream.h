@@ -24,8 +24,9 @@ class UpstreamPool {
   UpstreamPool(asio::io_context& io, config::UpstreamConfig config);
 
   // Sends `request` and returns the upstream's response, or 502 (cannot connect, broken
-  // response) or 504 (no answer within the timeout). A reused connection that turns out to be
-  // closed is replaced once for idempotent methods.
+  // response) or 504 (no answer within the timeout). For idempotent methods, a pooled
+  // connection that turns out to be closed is dropped and the request tried on the next one,
+  // or on a new connection.
   asio::awaitable<HttpResponse> Forward(HttpRequest request);
 
   size_t Idle() const;

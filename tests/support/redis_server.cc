@@ -1,13 +1,10 @@
 #include "redis_server.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -74,10 +71,7 @@ RedisServer::RedisServer(std::vector<std::string> extra_args)
   Start();
 }
 
-RedisServer::~RedisServer() {
-  if (pid_ > 0) Resume();
-  Kill();
-}
+RedisServer::~RedisServer() = default;
 
 void RedisServer::Start() {
   std::vector<std::string> args = {"redis-server",
@@ -98,21 +92,8 @@ void RedisServer::Start() {
                                    "--logfile",
                                    "/tmp/sluice-test-redis-" + std::to_string(port_) + ".log"};
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_ = fork();
-  if (pid_ < 0) throw std::runtime_error("cannot fork");
-  if (pid_ == 0) {
-    // The server must not outlive a test that crashed or was killed, nor hold its output open.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    int null = open("/dev/null", O_RDWR);
-    dup2(null, STDIN_FILENO);
-    dup2(null, STDOUT_FILENO);
-    dup2(null, STDERR_FILENO);
-    execvp("redis-server", argv.data());
-    _exit(127);
-  }
+  process_ =
+      std::make_unique<Process>(args, "/tmp/sluice-test-redis-" + std::to_string(port_) + ".out");
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < give_up) {
     timeval timeout{0, 200'000};
@@ -125,15 +106,10 @@ void RedisServer::Start() {
   throw std::runtime_error("redis-server did not start on port " + std::to_string(port_));
 }
 
-void RedisServer::Kill() {
-  if (pid_ <= 0) return;
-  ::kill(pid_, SIGKILL);
-  ::waitpid(pid_, nullptr, 0);
-  pid_ = -1;
-}
+void RedisServer::Kill() { process_.reset(); }
 
-void RedisServer::Pause() { ::kill(pid_, SIGSTOP); }
-void RedisServer::Resume() { ::kill(pid_, SIGCONT); }
+void RedisServer::Pause() { process_->Signal(SIGSTOP); }
+void RedisServer::Resume() { process_->Signal(SIGCONT); }
 
 RedisOptions RedisServer::Options() const {
   RedisOptions options;

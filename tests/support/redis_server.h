@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "process.h"
 #include "sluice/redis_store.h"
 
 namespace sluice::testing {
@@ -47,7 +48,7 @@ class RedisServer {
   RedisServer& operator=(const RedisServer&) = delete;
 
   uint16_t port() const { return port_; }
-  bool running() const { return pid_ > 0; }
+  bool running() const { return process_ != nullptr; }
 
   // Kills the server at once (SIGKILL), as a crash would; its data and scripts are gone.
   void Kill();
@@ -65,7 +66,7 @@ class RedisServer {
  private:
   std::vector<std::string> extra_args_;
   uint16_t port_;
-  pid_t pid_ = -1;
+  std::unique_ptr<Process> process_;
 };
 
 // A loopback TCP port that was free a moment ago.

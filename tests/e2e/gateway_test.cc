@@ -1,0 +1,301 @@
+// `sluice serve` as users run it: real processes (gateways, the demo upstream, redis-server) on
+// loopback ports, driven over HTTP.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <future>
+#include <thread>
+
+#include "support/http_client.h"
+#include "support/process.h"
+#include "support/redis_server.h"
+
+namespace sluice {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::Fetch;
+using testing::FreePort;
+using testing::HttpResult;
+using testing::Process;
+using testing::RawExchange;
+using testing::RedisServer;
+
+bool Healthy(uint16_t port) { return Fetch(port, "GET", "/healthz").status == 200; }
+
+bool WaitUntil(const std::function<bool()>& condition, milliseconds limit) {
+  const auto give_up = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < give_up) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return false;
+}
+
+// The demo upstream on a port of its own.
+class Upstream {
+ public:
+  Upstream() : port_(FreePort()) {
+    process_ = std::make_unique<Process>(
+        std::vector<std::string>{SLUICE_BINARY, "demo-upstream", "--listen",
+                                 "127.0.0.1:" + std::to_string(port_)},
+        "/tmp/sluice-test-upstream-" + std::to_string(port_) + ".log");
+    EXPECT_TRUE(
+        WaitUntil([&] { return Fetch(port_, "GET", "/").status == 200; }, milliseconds(5000)));
+  }
+  uint16_t port() const { return port_; }
+  void Stop() { process_.reset(); }
+
+ private:
+  uint16_t port_;
+  std::unique_ptr<Process> process_;
+};
+
+// One `sluice serve` process with `body` as the rest of its configuration.
+class Gateway {
+ public:
+  Gateway(uint16_t upstream_port, const std::string& body)
+      : proxy_(FreePort()), check_(FreePort()), admin_(FreePort()) {
+    path_ = "/tmp/sluice-test-" + std::to_string(proxy_) + ".yaml";
+    Write(upstream_port, body);
+    process_ = std::make_unique<Process>(
+        std::vector<std::string>{SLUICE_BINARY, "serve", "--config", path_},
+        "/tmp/sluice-test-" + std::to_string(proxy_) + ".log");
+    EXPECT_TRUE(WaitUntil([&] { return Healthy(admin_); }, milliseconds(5000)));
+  }
+
+  // Rewrites the configuration file (for SIGHUP).
+  void Write(uint16_t upstream_port, const std::string& body) {
+    std::ofstream(path_) << "listen: 127.0.0.1:" << proxy_ << "\ncheck_listen: 127.0.0.1:" << check_
+                         << "\nadmin_listen: 127.0.0.1:" << admin_ << "\nthreads: 2\n"
+                         << "upstream: {address: 127.0.0.1:" << upstream_port << ", timeout: 1s}\n"
+                         << body;
+  }
+
+  HttpResult Get(const std::string& target,
+                 const std::vector<std::pair<std::string, std::string>>& headers = {}) const {
+    return Fetch(proxy_, "GET", target, headers);
+  }
+
+  uint16_t proxy() const { return proxy_; }
+  uint16_t check() const { return check_; }
+  uint16_t admin() const { return admin_; }
+  Process& process() { return *process_; }
+
+ private:
+  uint16_t proxy_, check_, admin_;
+  std::string path_;
+  std::unique_ptr<Process> process_;
+};
+
+std::string RedisStore(const RedisServer& redis, const std::string& failure = "open") {
+  return "store: {type: redis, url: 'redis://127.0.0.1:" + std::to_string(redis.port()) +
+         "', timeout: 200ms}\nfailure: " + failure + "\n";
+}
+
+TEST(GatewayE2eTest, ThreeGatewaysOneRedisAdmitExactlyTheLimit) {
+  RedisServer redis;
+  Upstream upstream;
+  const std::string config =
+      RedisStore(redis) + "rules:\n  - {name: per-key, key: key, capacity: 100, period: 1h}\n";
+  std::vector<std::unique_ptr<Gateway>> gateways;
+  for (int i = 0; i < 3; ++i)
+    gateways.push_back(std::make_unique<Gateway>(upstream.port(), config));
+  int ok = 0, limited = 0;
+  for (int i = 0; i < 200; ++i) {
+    HttpResult r = gateways[i % 3]->Get("/api/orders", {{"X-Api-Key", "ak_abc123"}});
+    if (r.status == 200) {
+      ++ok;
+    } else if (r.status == 429) {
+      ++limited;
+      EXPECT_EQ(r.Header("retry-after"), "36");  // one token every 36 s
+      EXPECT_EQ(r.Header("x-ratelimit-remaining"), "0");
+      EXPECT_EQ(r.Header("ratelimit-policy"), "\"per-key\";q=100;w=3600");
+      EXPECT_NE(r.body.find("\"rule\":\"per-key\""), std::string::npos);
+    }
+  }
+  EXPECT_EQ(ok, 100);
+  EXPECT_EQ(limited, 100);
+}
+
+TEST(GatewayE2eTest, ThreeRulesTightestInHeadersRejectingInBody) {
+  Upstream upstream;
+  Gateway gateway(upstream.port(),
+                  "client: {api_key_header: X-Api-Key, tenant_header: X-Tenant-Id}\n"
+                  "tenants: {ak_abc123: org_acme}\n"
+                  "rules:\n"
+                  "  - {name: per-ip, key: ip, capacity: 1000, period: 1m}\n"
+                  "  - {name: per-key, key: key, capacity: 100, period: 1m}\n"
+                  "  - {name: per-tenant, key: tenant, capacity: 3, period: 1h}\n");
+  HttpResult r = gateway.Get("/", {{"X-Api-Key", "ak_abc123"}});
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.Header("ratelimit"), "\"per-tenant\";r=2;t=1200");
+  EXPECT_EQ(r.body.find("ok") != std::string::npos, true);
+  gateway.Get("/", {{"X-Api-Key", "ak_abc123"}});
+  gateway.Get("/", {{"X-Api-Key", "ak_abc123"}});
+  r = gateway.Get("/", {{"X-Api-Key", "ak_abc123"}});
+  EXPECT_EQ(r.status, 429);
+  EXPECT_NE(r.body.find("\"rule\":\"per-tenant\""), std::string::npos) << r.body;
+  // Another key of another tenant (by header) is not affected.
+  EXPECT_EQ(gateway.Get("/", {{"X-Api-Key", "ak_other"}, {"X-Tenant-Id", "org_b"}}).status, 200);
+}
+
+TEST(GatewayE2eTest, ForwardedForIsBelievedOnlyFromTrustedProxies) {
+  Upstream upstream;
+  const std::string rules = "rules:\n  - {name: per-ip, key: ip, capacity: 1, period: 1h}\n";
+  Gateway untrusted(upstream.port(), "client: {trusted_proxies: [10.0.0.0/8]}\n" + rules);
+  EXPECT_EQ(untrusted.Get("/", {{"X-Forwarded-For", "198.51.100.1"}}).status, 200);
+  // The claimed address is ignored: this is the same client, 127.0.0.1, again.
+  EXPECT_EQ(untrusted.Get("/", {{"X-Forwarded-For", "198.51.100.2"}}).status, 429);
+
+  Gateway trusted(upstream.port(), "client: {trusted_proxies: [127.0.0.1/32]}\n" + rules);
+  EXPECT_EQ(trusted.Get("/", {{"X-Forwarded-For", "198.51.100.1"}}).status, 200);
+  EXPECT_EQ(trusted.Get("/", {{"X-Forwarded-For", "198.51.100.2"}}).status, 200);
+  EXPECT_EQ(trusted.Get("/", {{"X-Forwarded-For", "198.51.100.1"}}).status, 429);
+  // The upstream sees the chain with the gateway's peer appended.
+  HttpResult r = trusted.Get("/", {{"X-Forwarded-For", "198.51.100.3"}});
+  EXPECT_EQ(r.Header("x-seen-forwarded-for"), "198.51.100.3, 127.0.0.1");
+}
+
+TEST(GatewayE2eTest, ShadowRulesCountButNeverRejectAndOverridesGiveTheirOwnLimit) {
+  Upstream upstream;
+  Gateway gateway(upstream.port(),
+                  "rules:\n"
+                  "  - {name: shadow-ip, key: ip, capacity: 1, period: 1h, shadow: true}\n"
+                  "  - {name: per-key, key: key, capacity: 1, period: 1h,\n"
+                  "     overrides: {ak_big: {capacity: 3}}}\n");
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(gateway.Get("/", {{"X-Api-Key", "ak_big"}}).status, 200);
+  EXPECT_EQ(gateway.Get("/", {{"X-Api-Key", "ak_big"}}).status, 429);
+  EXPECT_EQ(gateway.Get("/", {{"X-Api-Key", "ak_small"}}).status, 200);
+  EXPECT_EQ(gateway.Get("/", {{"X-Api-Key", "ak_small"}}).status, 429);
+  const std::string metrics = Fetch(gateway.admin(), "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("sluice_shadow_rejections_total{rule=\"shadow-ip\"} 5"), std::string::npos)
+      << metrics;
+}
+
+TEST(GatewayE2eTest, FailurePolicyWhileRedisIsDownAndRecovery) {
+  RedisServer redis;
+  Upstream upstream;
+  const std::string rules = "rules:\n  - {name: per-key, key: key, capacity: 100, period: 1h}\n";
+  Gateway open(upstream.port(), RedisStore(redis, "open") + rules);
+  Gateway closed(upstream.port(), RedisStore(redis, "closed") + rules);
+  EXPECT_EQ(open.Get("/", {{"X-Api-Key", "k"}}).status, 200);
+  EXPECT_EQ(Fetch(open.admin(), "GET", "/readyz").status, 200);
+  redis.Kill();
+  EXPECT_EQ(open.Get("/", {{"X-Api-Key", "k"}}).status, 200);
+  EXPECT_EQ(closed.Get("/", {{"X-Api-Key", "k"}}).status, 503);
+  EXPECT_TRUE(WaitUntil([&] { return Fetch(open.admin(), "GET", "/readyz").status == 503; },
+                        milliseconds(3000)));
+  redis.Start();
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return closed.Get("/", {{"X-Api-Key", "k"}}).status == 200;
+      },
+      milliseconds(5000)));
+  const std::string metrics = Fetch(closed.admin(), "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("sluice_failure_policy_total{decision=\"rejected\"}"), std::string::npos);
+}
+
+TEST(GatewayE2eTest, SighupReloadsAGoodFileAndKeepsTheOldOneOnABadFile) {
+  Upstream upstream;
+  Gateway gateway(upstream.port(),
+                  "rules:\n  - {name: per-key, key: key, capacity: 1, period: 1h}\n");
+  EXPECT_EQ(gateway.Get("/", {{"X-Api-Key", "a"}}).status, 200);
+  EXPECT_EQ(gateway.Get("/", {{"X-Api-Key", "a"}}).status, 429);
+  gateway.Write(upstream.port(),
+                "rules:\n  - {name: per-key, key: key, capacity: 5, period: 1h}\n");
+  gateway.process().Signal(SIGHUP);
+  // Bucket "a" keeps its state (empty); a new key sees the new capacity.
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return gateway.Get("/", {{"X-Api-Key", "c"}}).Header("x-ratelimit-limit") == "5";
+      },
+      milliseconds(3000)));
+  gateway.Write(upstream.port(),
+                "rules:\n  - {name: per-key, key: key, capacity: 0, period: 1h}\n");
+  gateway.process().Signal(SIGHUP);
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_TRUE(Healthy(gateway.admin()));
+  // The old limit of 5 is still in force.
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(gateway.Get("/", {{"X-Api-Key", "b"}}).status, 200);
+  EXPECT_EQ(gateway.Get("/", {{"X-Api-Key", "b"}}).status, 429);
+}
+
+TEST(GatewayE2eTest, SigtermDrainsRequestsInFlight) {
+  Upstream upstream;
+  Gateway gateway(upstream.port(), "rules: []\n");
+  auto slow = std::async(std::launch::async, [&] { return gateway.Get("/slow?ms=500"); });
+  std::this_thread::sleep_for(milliseconds(150));
+  gateway.process().Signal(SIGTERM);
+  HttpResult r = slow.get();
+  EXPECT_EQ(r.status, 200) << "a request in flight was cut off";
+  EXPECT_EQ(gateway.process().Wait(milliseconds(3000)), 0);
+}
+
+TEST(GatewayE2eTest, BadInputGetsAnAnswerAndOthersAreServedMeanwhile) {
+  Upstream upstream;
+  Gateway gateway(upstream.port(),
+                  "max_body_bytes: 1024\nmax_header_bytes: 2048\nheader_timeout: 1s\n"
+                  "rules:\n  - {name: per-ip, key: ip, capacity: 100000, period: 1s}\n");
+  const uint16_t port = gateway.proxy();
+  const milliseconds wait(3000);
+  EXPECT_TRUE(RawExchange(port, "NOT HTTP AT ALL\r\n\r\n", wait).starts_with("HTTP/1.1 400"));
+  EXPECT_TRUE(
+      RawExchange(
+          port, "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(4000, 'a') + "\r\n\r\n", wait)
+          .starts_with("HTTP/1.1 431"));
+  EXPECT_TRUE(RawExchange(port,
+                          "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\n",
+                          wait)
+                  .starts_with("HTTP/1.1 400"));
+  EXPECT_TRUE(RawExchange(port,
+                          "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n" +
+                              std::string(5000, 'b'),
+                          wait)
+                  .starts_with("HTTP/1.1 413"));
+  // A client that sends its headers a byte at a time is cut off, while others are served.
+  auto slowloris = std::async(std::launch::async, [&] {
+    return RawExchange(port, "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaa\r\n\r\n", wait,
+                       milliseconds(200));
+  });
+  EXPECT_EQ(gateway.Get("/").status, 200);
+  // Its connection is closed once the header timeout passes (a timed-out socket cannot answer).
+  const auto slow_start = std::chrono::steady_clock::now();
+  EXPECT_EQ(slowloris.get(), "");
+  EXPECT_LT(std::chrono::steady_clock::now() - slow_start, milliseconds(2500));
+  HttpResult hung = gateway.Get("/slow?ms=3000");
+  EXPECT_EQ(hung.status, 504) << hung.body;
+  upstream.Stop();
+  EXPECT_EQ(gateway.Get("/").status, 502);
+  EXPECT_TRUE(Healthy(gateway.admin()));
+}
+
+TEST(GatewayE2eTest, CheckApiAnswersJsonAndTheAuthRequestForm) {
+  Upstream upstream;
+  Gateway gateway(upstream.port(),
+                  "client: {trusted_proxies: [127.0.0.1/32]}\n"
+                  "rules:\n  - {name: per-key, key: key, capacity: 1, period: 1h,\n"
+                  "     match: {methods: [GET], path_prefix: /api/}}\n");
+  const std::string body = R"({"attributes": {"key": "ak_1"}, "method": "GET", "path": "/api/x"})";
+  HttpResult r = Fetch(gateway.check(), "POST", "/v1/check", {}, body);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_NE(r.body.find("\"allowed\":true"), std::string::npos);
+  r = Fetch(gateway.check(), "POST", "/v1/check", {}, body);
+  EXPECT_EQ(r.status, 429);
+  EXPECT_NE(r.body.find("\"rejected_by\":\"per-key\""), std::string::npos);
+  EXPECT_EQ(Fetch(gateway.check(), "POST", "/v1/check", {}, "{not json").status, 400);
+  EXPECT_EQ(Fetch(gateway.check(), "POST", "/v1/check", {}, R"({"attributes": {"key": 5}})").status,
+            400);
+  // nginx auth_request: the original method and URI in headers.
+  auto auth = [&](const std::string& uri) {
+    return Fetch(gateway.check(), "GET", "/v1/auth",
+                 {{"X-Api-Key", "ak_2"}, {"X-Original-Method", "GET"}, {"X-Original-URI", uri}});
+  };
+  EXPECT_EQ(auth("/api/y?q=1").status, 200);
+  EXPECT_EQ(auth("/api/y").status, 429);
+  EXPECT_EQ(auth("/static/app.js").status, 200);  // outside the rule's route
+}
+
+}  // namespace
+}  // namespace sluice

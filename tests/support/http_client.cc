@@ -1,0 +1,90 @@
+#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
+
+#include "http_client.h"
+
+#include <algorithm>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <thread>
+
+namespace sluice::testing {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using tcp = asio::ip::tcp;
+
+HttpResult Fetch(uint16_t port, const std::string& method, const std::string& target,
+                 const std::vector<std::pair<std::string, std::string>>& headers,
+                 const std::string& body) {
+  HttpResult result;
+  asio::io_context io;
+  beast::tcp_stream stream(io);
+  beast::error_code ec;
+  stream.expires_after(std::chrono::seconds(10));
+  stream.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
+  if (ec) return result;
+  bhttp::request<bhttp::string_body> request{bhttp::string_to_verb(method), target, 11};
+  request.set(bhttp::field::host, "127.0.0.1");
+  for (const auto& [name, value] : headers) request.insert(name, value);
+  request.body() = body;
+  request.prepare_payload();
+  bhttp::write(stream, request, ec);
+  if (ec) return result;
+  beast::flat_buffer buffer;
+  bhttp::response<bhttp::string_body> response;
+  bhttp::read(stream, buffer, response, ec);
+  if (ec) return result;
+  result.status = static_cast<int>(response.result_int());
+  for (const auto& field : response) {
+    std::string name(field.name_string());
+    std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+    result.headers[name] = std::string(field.value());
+  }
+  result.body = response.body();
+  stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+  return result;
+}
+
+std::string RawExchange(uint16_t port, const std::string& bytes, std::chrono::milliseconds timeout,
+                        std::chrono::milliseconds pause) {
+  asio::io_context io;
+  tcp::socket socket(io);
+  beast::error_code ec;
+  socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
+  if (ec) return "";
+  socket.non_blocking(true);
+  std::string received;
+  char chunk[4096];
+  // Reads what has arrived; false once the server has closed the connection.
+  auto drain = [&] {
+    for (;;) {
+      size_t n = socket.read_some(asio::buffer(chunk), ec);
+      if (ec == asio::error::would_block) return true;
+      if (ec) return false;
+      received.append(chunk, n);
+    }
+  };
+  const size_t step = pause.count() == 0 ? bytes.size() : 1;
+  for (size_t sent = 0; sent < bytes.size();) {
+    size_t n = socket.write_some(
+        asio::buffer(bytes.data() + sent, std::min(step, bytes.size() - sent)), ec);
+    if (ec == asio::error::would_block) {
+      if (!drain()) return received;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      continue;
+    }
+    if (ec) break;
+    sent += n;
+    if (!drain()) return received;
+    if (pause.count() != 0) std::this_thread::sleep_for(pause);
+  }
+  const auto give_up = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < give_up && drain()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return received;
+}
+
+}  // namespace sluice::testing

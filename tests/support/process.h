@@ -1,0 +1,31 @@
+// A child process for tests: started with its output in a log file, killed if still running
+// when the object goes, and never outliving the test binary.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sluice::testing {
+
+class Process {
+ public:
+  // Starts `argv` (argv[0] found on PATH or a path); stdout and stderr go to `log_path`.
+  Process(std::vector<std::string> argv, const std::string& log_path);
+  ~Process();
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+
+  void Signal(int signal) const;
+  // Waits for the process to exit; its exit code, or nullopt on timeout (it keeps running).
+  std::optional<int> Wait(std::chrono::milliseconds timeout);
+  bool running() const { return pid_ > 0; }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+}  // namespace sluice::testing
