@@ -225,8 +225,14 @@ asio::awaitable<HttpResponse> Gateway::CheckAuthRequest(const HttpRequest& reque
   if (decision.error.code() == StatusCode::kInvalidArgument) {
     co_return MakeResponse(bhttp::status::bad_request, decision.error.message() + "\n");
   }
-  HttpResponse response =
-      MakeResponse(decision.allowed ? bhttp::status::ok : RejectionStatus(decision), "");
+  // nginx denies only on 401 and 403; "?deny=403" asks for that instead of 429.
+  const std::string_view target(request.target().data(), request.target().size());
+  const bool deny_403 = target.find("deny=403") != std::string_view::npos;
+  bhttp::status status = bhttp::status::ok;
+  if (!decision.allowed) {
+    status = deny_403 && decision.checked ? bhttp::status::forbidden : RejectionStatus(decision);
+  }
+  HttpResponse response = MakeResponse(status, "");
   AddHeaders(response, decision, *snapshot);
   co_return response;
 }

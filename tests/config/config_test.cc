@@ -8,8 +8,8 @@
 namespace sluice::config {
 namespace {
 
-std::string ReadExample() {
-  std::ifstream file(std::string(SLUICE_SOURCE_DIR) + "/examples/gateway.yaml");
+std::string ReadExample(const std::string& name = "gateway.yaml") {
+  std::ifstream file(std::string(SLUICE_SOURCE_DIR) + "/examples/" + name);
   std::ostringstream text;
   text << file.rdbuf();
   return text.str();
@@ -41,6 +41,13 @@ TEST(ConfigTest, TheIssuesExampleLoadsWhole) {
   EXPECT_EQ(per_key.path_prefix, "/api/");
   EXPECT_EQ(per_key.overrides.at("ak_big"), (Limit{1000, 1000, 60'000}));
   EXPECT_EQ(c->rules[2].limit, (Limit{10'000, 10'000, 3'600'000}));
+}
+
+TEST(ConfigTest, TheDemoConfigurationLoads) {
+  Result<Config> c = ParseConfig(ReadExample("demo.yaml"), "demo.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->store.type, StoreType::kMemory);
+  EXPECT_EQ(c->listen, (Endpoint{"127.0.0.1", 8080}));
 }
 
 TEST(ConfigTest, DefaultsForAMinimalFile) {
