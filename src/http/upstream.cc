@@ -9,6 +9,12 @@ namespace bhttp = beast::http;
 
 namespace {
 
+// Only the deadlines set here cancel upstream operations, so a cancelled one ran out of time;
+// Beast reports that as timeout, or as operation_aborted when the deadline fires between steps.
+bool TimedOut(const beast::error_code& ec) {
+  return ec == beast::error::timeout || ec == asio::error::operation_aborted;
+}
+
 bool Idempotent(bhttp::verb method) {
   using bhttp::verb;
   return method == verb::get || method == verb::head || method == verb::options ||
@@ -122,10 +128,9 @@ asio::awaitable<HttpResponse> UpstreamPool::Forward(HttpRequest request) {
     if (!stream) {
       stream = co_await Connect(ec);
       if (!stream) {
-        co_return MakeResponse(ec == beast::error::timeout ? bhttp::status::gateway_timeout
-                                                           : bhttp::status::bad_gateway,
-                               "upstream unreachable: " + ec.message() + "\n", "text/plain",
-                               client_version);
+        co_return MakeResponse(
+            TimedOut(ec) ? bhttp::status::gateway_timeout : bhttp::status::bad_gateway,
+            "upstream unreachable: " + ec.message() + "\n", "text/plain", client_version);
       }
     }
     HttpResponse response;
@@ -135,9 +140,9 @@ asio::awaitable<HttpResponse> UpstreamPool::Forward(HttpRequest request) {
       co_return response;
     }
     // A pooled connection the upstream had already closed: try the next, or a new one.
-    if (reused && ec != beast::error::timeout && Idempotent(request.method())) continue;
+    if (reused && !TimedOut(ec) && Idempotent(request.method())) continue;
     co_return MakeResponse(
-        ec == beast::error::timeout ? bhttp::status::gateway_timeout : bhttp::status::bad_gateway,
+        TimedOut(ec) ? bhttp::status::gateway_timeout : bhttp::status::bad_gateway,
         "upstream failed: " + ec.message() + "\n", "text/plain", client_version);
   }
   co_return MakeResponse(bhttp::status::bad_gateway, "upstream failed\n", "text/plain",
