@@ -44,7 +44,7 @@ TEST(NginxE2eTest, AuthRequestExampleLimitsThroughNginx) {
   const std::string dir = "/tmp/sluice-test-nginx-" + std::to_string(nginx_port);
   std::filesystem::create_directories(dir + "/logs");
   std::ofstream(dir + "/nginx.conf")
-      << "daemon off;\nworker_processes 1;\npid " << dir << "/nginx.pid;\nerror_log " << dir
+      << "daemon off;\nmaster_process off;\npid " << dir << "/nginx.pid;\nerror_log " << dir
       << "/logs/error.log;\nevents { worker_connections 256; }\nhttp {\n  access_log off;\n"
       << "  client_body_temp_path " << dir << "/body;\n  proxy_temp_path " << dir << "/proxy;\n"
       << block << "}\n";
