@@ -1,5 +1,6 @@
 #include "http/gateway.h"
 
+#include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
 #include "http/client_address.h"
@@ -113,6 +114,20 @@ std::string DecisionJson(const Decision& decision, const std::vector<Rule>& rule
   return out.dump();
 }
 
+void Gateway::LogShadowRejections(const Decision& decision, const std::vector<Rule>& rules) {
+  // At most a few lines a second: a flood of would-be rejections must not become a flood of logs.
+  const int64_t second =
+      std::chrono::duration_cast<std::chrono::seconds>(Clock::now().time_since_epoch()).count();
+  if (log_second_.exchange(second) != second) logged_this_second_ = 0;
+  if (++logged_this_second_ > 10) return;
+  for (const RuleVerdict& v : decision.verdicts) {
+    if (v.shadow && !v.allowed) {
+      spdlog::info("shadow rule {} would have rejected (retry in {} ms)", rules[v.rule].name,
+                   v.retry_ms);
+    }
+  }
+}
+
 Gateway::Gateway(std::shared_ptr<Store> store, std::function<bool()> ready)
     : store_(std::move(store)), ready_(std::move(ready)) {}
 
@@ -141,6 +156,7 @@ asio::awaitable<Decision> Gateway::Decide(const Snapshot& snapshot, const Reques
   Decision decision = co_await snapshot.limiter->AsyncCheck(request, asio::use_awaitable);
   metrics_.RecordDecision(decision, snapshot.limiter->rules(),
                           std::chrono::duration<double>(Clock::now() - start).count());
+  if (decision.shadow_rejections > 0) LogShadowRejections(decision, snapshot.limiter->rules());
   co_return decision;
 }
 

@@ -4,6 +4,7 @@
 
 #include <utility>  // before asio: Boost 1.74's coroutine support needs it first
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 
@@ -53,6 +54,8 @@ class Gateway {
   // Checks `request` with the snapshot's limiter and records it in the metrics.
   asio::awaitable<Decision> Decide(const Snapshot& snapshot, const Request& request);
 
+  void LogShadowRejections(const Decision& decision, const std::vector<Rule>& rules);
+
   asio::awaitable<HttpResponse> CheckJson(const HttpRequest& request);
   asio::awaitable<HttpResponse> CheckAuthRequest(const HttpRequest& request,
                                                  const asio::ip::address& peer);
@@ -69,6 +72,8 @@ class Gateway {
   std::shared_ptr<const Snapshot> current_;
   std::function<std::vector<std::pair<std::string, double>>()> gauges_;
   Metrics metrics_;
+  std::atomic<int64_t> log_second_{0};
+  std::atomic<int> logged_this_second_{0};
 };
 
 // The decision as the check API's JSON answer.
