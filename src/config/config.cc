@@ -163,8 +163,14 @@ StoreConfig ParseStore(const Field& f) {
 }
 
 ClientConfig ParseClient(const Field& f) {
-  f.ExpectMap({"trusted_proxies", "api_key_header", "tenant_header"});
+  f.ExpectMap({"trusted_proxies", "forwarding_header", "api_key_header", "tenant_header"});
   ClientConfig client;
+  if (f.Has("forwarding_header")) {
+    client.forwarding_header =
+        f["forwarding_header"].OneOf({"x-forwarded-for", "forwarded"}) == "forwarded"
+            ? ForwardingHeader::kForwarded
+            : ForwardingHeader::kXForwardedFor;
+  }
   if (f.Has("trusted_proxies")) {
     f["trusted_proxies"].ForEach([&](const Field& cidr) {
       client.trusted_proxies.push_back(cidr.Check(Network::Parse(cidr.String())));

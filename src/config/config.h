@@ -36,8 +36,10 @@ struct StoreConfig {
 
 // How a request's client is identified.
 struct ClientConfig {
-  // X-Forwarded-For and Forwarded are believed only from peers in these networks.
+  // The forwarding header is believed only from peers in these networks.
   std::vector<Network> trusted_proxies;
+  // Which header they write; the other is ignored, since a client could write it itself.
+  ForwardingHeader forwarding_header = ForwardingHeader::kXForwardedFor;
   std::string api_key_header = "X-Api-Key";
   // Names the tenant when the API key is not in `tenants`; empty: no such header.
   std::string tenant_header;

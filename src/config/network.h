@@ -22,6 +22,12 @@ struct Endpoint {
 // Parses "host:port" or "[v6]:port"; the port is required and may not be 0.
 Result<Endpoint> ParseEndpoint(std::string_view text);
 
+// The header in which trusted proxies name the client.
+enum class ForwardingHeader {
+  kXForwardedFor,  // X-Forwarded-For: client, proxy1, proxy2
+  kForwarded,      // Forwarded: for=client, for=proxy1 (RFC 7239)
+};
+
 // An IPv4 or IPv6 network: "10.0.0.0/8", "2001:db8::/32", or one address.
 class Network {
  public:

@@ -77,16 +77,16 @@ bool Trusted(const ip::address& a, const std::vector<config::Network>& trusted) 
 
 }  // namespace
 
-std::string ClientAddress(const ip::address& peer, std::string_view x_forwarded_for,
-                          std::string_view forwarded,
+std::string ClientAddress(const ip::address& peer, std::string_view forwarding,
+                          config::ForwardingHeader header,
                           const std::vector<config::Network>& trusted_proxies) {
   ip::address client = Unmapped(peer);
-  if (!Trusted(client, trusted_proxies)) return client.to_string();
+  if (!Trusted(client, trusted_proxies) || Trim(forwarding).empty()) return client.to_string();
   std::vector<std::string> hops;
-  if (!Trim(forwarded).empty()) {
-    hops = ForwardedFor(forwarded);
-  } else if (!Trim(x_forwarded_for).empty()) {
-    for (std::string_view hop : Split(x_forwarded_for, ',')) hops.emplace_back(hop);
+  if (header == config::ForwardingHeader::kForwarded) {
+    hops = ForwardedFor(forwarding);
+  } else {
+    for (std::string_view hop : Split(forwarding, ',')) hops.emplace_back(hop);
   }
   size_t walked = 0;
   for (auto it = hops.rbegin(); it != hops.rend() && walked++ < kMaxHops; ++it) {

@@ -11,14 +11,15 @@
 
 namespace sluice::http {
 
-// The client's address, as text ("203.0.113.42", "2001:db8::1"). Forwarding headers are read
-// only when `peer` is a trusted proxy, and then from the right (the hop nearest the gateway):
-// each address that is itself a trusted proxy is skipped, and the first that is not is the
-// client. An entry that is not an address ("unknown", junk) ends the walk at the hop that
-// wrote it. `forwarded` (RFC 7239) is used when present, else `x_forwarded_for`; several header
-// lines must be joined with ",". An IPv4-mapped IPv6 address is given as IPv4.
-std::string ClientAddress(const boost::asio::ip::address& peer, std::string_view x_forwarded_for,
-                          std::string_view forwarded,
+// The client's address, as text ("203.0.113.42", "2001:db8::1"). The forwarding header
+// (`forwarding`, in the syntax of `header`; several lines joined with ",") is read only when
+// `peer` is a trusted proxy, and then from the right (the hop nearest the gateway): each
+// address that is itself a trusted proxy is skipped, and the first that is not is the client.
+// An entry that is not an address ("unknown", junk) ends the walk at the hop that wrote it.
+// Only the header the trusted proxies write may be read: any other the client could forge.
+// An IPv4-mapped IPv6 address is given as IPv4.
+std::string ClientAddress(const boost::asio::ip::address& peer, std::string_view forwarding,
+                          config::ForwardingHeader header,
                           const std::vector<config::Network>& trusted_proxies);
 
 }  // namespace sluice::http

@@ -193,9 +193,12 @@ Request Gateway::Attributes(const Snapshot& snapshot, const HttpRequest& request
                             const asio::ip::address& peer, std::string_view method,
                             std::string_view path) {
   const config::Config& config = snapshot.config;
-  const std::string ip =
-      ClientAddress(peer, JoinedHeader(request, "X-Forwarded-For"),
-                    JoinedHeader(request, "Forwarded"), config.client.trusted_proxies);
+  const std::string ip = ClientAddress(
+      peer,
+      JoinedHeader(request, config.client.forwarding_header == config::ForwardingHeader::kForwarded
+                                ? "Forwarded"
+                                : "X-Forwarded-For"),
+      config.client.forwarding_header, config.client.trusted_proxies);
   return RequestAttributes(config, ip, method, path,
                            [&request](std::string_view name) { return FindHeader(request, name); });
 }
@@ -217,13 +220,14 @@ asio::awaitable<HttpResponse> Gateway::HandleProxy(HttpRequest request, asio::ip
     AddHeaders(response, decision, *snapshot);
     co_return response;
   }
+  const bool head = request.method() == bhttp::verb::head;
   PrepareUpstreamRequest(request, peer);
   const auto start = Clock::now();
   HttpResponse response = co_await upstream_->Forward(std::move(request));
   const bool failed = response.result() == bhttp::status::bad_gateway ||
                       response.result() == bhttp::status::gateway_timeout;
   metrics_.RecordUpstream(!failed, std::chrono::duration<double>(Clock::now() - start).count());
-  PrepareClientResponse(response);
+  PrepareClientResponse(response, head);
   response.version(version);
   AddHeaders(response, decision, *snapshot);
   co_return response;

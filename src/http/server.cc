@@ -7,8 +7,9 @@ namespace sluice::http {
 namespace bhttp = beast::http;
 
 struct Server::State {
-  explicit State(asio::io_context& io) : acceptor(io) {}
-  tcp::acceptor acceptor;
+  explicit State(asio::io_context& io) : io(io), acceptor(asio::make_strand(io)) {}
+  asio::io_context& io;
+  tcp::acceptor acceptor;  // on a strand of its own: accepting and closing never overlap
   Handler handler;
   ServerLimits limits;
   std::atomic<bool> stopping{false};
@@ -47,6 +48,12 @@ std::optional<HttpResponse> ReadFailure(const beast::error_code& ec) {
   return MakeResponse(status::bad_request, "bad request: " + ec.message() + "\n");
 }
 
+// A Transfer-Encoding whose last coding is not chunked leaves the body's end undefined
+// (RFC 9112 6.3); such a request is refused rather than read as having no body.
+bool UnframedBody(const HttpRequest& request) {
+  return request.find(bhttp::field::transfer_encoding) != request.end() && !request.chunked();
+}
+
 struct InFlightGuard {
   std::atomic<size_t>& count;
   explicit InFlightGuard(std::atomic<size_t>& c) : count(c) { ++count; }
@@ -72,11 +79,6 @@ asio::awaitable<void> Session(tcp::socket socket, std::shared_ptr<Server::State>
     first = false;
     co_await bhttp::async_read_header(stream, buffer, parser,
                                       asio::redirect_error(asio::use_awaitable, ec));
-    if (!ec && !parser.is_done()) {
-      stream.expires_after(state->limits.header_timeout);
-      co_await bhttp::async_read(stream, buffer, parser,
-                                 asio::redirect_error(asio::use_awaitable, ec));
-    }
     if (ec) {
       if (std::optional<HttpResponse> failure = ReadFailure(ec)) {
         failure->keep_alive(false);
@@ -86,13 +88,34 @@ asio::awaitable<void> Session(tcp::socket socket, std::shared_ptr<Server::State>
       }
       break;
     }
+    // Counted from a request's head to the end of its response, so that a drain waits for it.
+    InFlightGuard handling(state->in_flight);
+    if (beast::iequals(parser.get()[bhttp::field::expect], "100-continue") && !parser.is_done()) {
+      bhttp::response<bhttp::empty_body> proceed{bhttp::status::continue_, parser.get().version()};
+      stream.expires_after(state->limits.write_timeout);
+      co_await bhttp::async_write(stream, proceed, asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) break;
+    }
+    if (!ec && !parser.is_done()) {
+      stream.expires_after(state->limits.header_timeout);
+      co_await bhttp::async_read(stream, buffer, parser,
+                                 asio::redirect_error(asio::use_awaitable, ec));
+    }
+    if (ec || UnframedBody(parser.get())) {
+      std::optional<HttpResponse> failure =
+          ec ? ReadFailure(ec)
+             : MakeResponse(bhttp::status::bad_request, "bad request: unframed body\n");
+      if (failure) {
+        failure->keep_alive(false);
+        stream.expires_after(state->limits.write_timeout);
+        co_await bhttp::async_write(stream, *failure,
+                                    asio::redirect_error(asio::use_awaitable, ec));
+      }
+      break;
+    }
     HttpRequest request = parser.release();
     const bool keep_alive = request.keep_alive();
-    HttpResponse response;
-    {
-      InFlightGuard handling(state->in_flight);
-      response = co_await state->handler(std::move(request), peer);
-    }
+    HttpResponse response = co_await state->handler(std::move(request), peer);
     response.keep_alive(keep_alive && !state->stopping);
     stream.expires_after(state->limits.write_timeout);
     co_await bhttp::async_write(stream, response, asio::redirect_error(asio::use_awaitable, ec));
@@ -105,19 +128,26 @@ asio::awaitable<void> Accept(std::shared_ptr<Server::State> state) {
   tcp::acceptor& acceptor = state->acceptor;
   while (!state->stopping) {
     beast::error_code ec;
-    tcp::socket socket =
-        co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+    // Each connection gets a strand: its coroutine, its deadline timer and its upstream calls
+    // never run on two threads at once.
+    tcp::socket socket = co_await acceptor.async_accept(
+        asio::make_strand(state->io), asio::redirect_error(asio::use_awaitable, ec));
     if (ec == asio::error::operation_aborted || state->stopping) break;
     if (ec) continue;  // a connection that died before it was accepted, or out of descriptors
+    if (state->connections.load() >= state->limits.max_connections) {
+      socket.close(ec);  // past the cap: no memory is promised to one more connection
+      continue;
+    }
     socket.set_option(tcp::no_delay(true), ec);
-    asio::co_spawn(acceptor.get_executor(), Session(std::move(socket), state), asio::detached);
+    auto executor = socket.get_executor();
+    asio::co_spawn(executor, Session(std::move(socket), state), asio::detached);
   }
 }
 
 }  // namespace
 
 Server::Server(asio::io_context& io, Handler handler, ServerLimits limits)
-    : io_(io), state_(std::make_shared<State>(io)) {
+    : state_(std::make_shared<State>(io)) {
   state_->handler = std::move(handler);
   state_->limits = limits;
 }
@@ -138,7 +168,7 @@ Status Server::Listen(const config::Endpoint& endpoint) {
   if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec)
     return Status::Unavailable("cannot listen on " + endpoint.ToString() + ": " + ec.message());
-  asio::co_spawn(io_, Accept(state_), asio::detached);
+  asio::co_spawn(acceptor.get_executor(), Accept(state_), asio::detached);
   return {};
 }
 
@@ -152,7 +182,7 @@ uint16_t Server::port() const {
 
 void Server::StopAccepting() {
   if (state_->stopping.exchange(true)) return;
-  asio::post(io_, [state = state_] {
+  asio::post(state_->acceptor.get_executor(), [state = state_] {
     beast::error_code ec;
     state->acceptor.close(ec);
   });

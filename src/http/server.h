@@ -34,6 +34,7 @@ struct ServerLimits {
   std::chrono::milliseconds header_timeout{10'000};  // to receive a request's head and body
   std::chrono::milliseconds idle_timeout{60'000};    // between requests on a kept-alive connection
   std::chrono::milliseconds write_timeout{30'000};
+  size_t max_connections = 4096;  // connections past this are closed at once
 };
 
 // Listens on one endpoint and serves each connection with `handler`. Malformed requests get
@@ -62,7 +63,6 @@ class Server {
   struct State;  // shared with the connections' coroutines
 
  private:
-  asio::io_context& io_;
   std::shared_ptr<State> state_;
 };
 

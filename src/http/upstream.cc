@@ -51,6 +51,7 @@ std::string JoinedHeader(const HttpRequest& request, std::string_view name) {
 
 void PrepareUpstreamRequest(HttpRequest& request, const asio::ip::address& client_peer) {
   RemoveHopByHop(request);
+  request.erase(bhttp::field::expect);  // the gateway already has the whole body
   std::string forwarded_for = JoinedHeader(request, "X-Forwarded-For");
   if (!forwarded_for.empty()) forwarded_for += ", ";
   forwarded_for += client_peer.to_string();
@@ -60,9 +61,9 @@ void PrepareUpstreamRequest(HttpRequest& request, const asio::ip::address& clien
   request.prepare_payload();
 }
 
-void PrepareClientResponse(HttpResponse& response) {
+void PrepareClientResponse(HttpResponse& response, bool head) {
   RemoveHopByHop(response);
-  response.prepare_payload();
+  if (!head) response.prepare_payload();  // a HEAD answer keeps the upstream's Content-Length
 }
 
 UpstreamPool::UpstreamPool(asio::io_context& io, config::UpstreamConfig config)
@@ -73,12 +74,23 @@ size_t UpstreamPool::Idle() const {
   return idle_.size();
 }
 
-UpstreamPool::Stream UpstreamPool::TakeIdle() {
-  std::lock_guard lock(mutex_);
-  if (idle_.empty()) return nullptr;
-  Stream stream = std::move(idle_.back());
-  idle_.pop_back();
-  return stream;
+UpstreamPool::Stream UpstreamPool::TakeIdle(const asio::any_io_executor& executor) {
+  Stream stream;
+  {
+    std::lock_guard lock(mutex_);
+    if (idle_.empty()) return nullptr;
+    stream = std::move(idle_.back());
+    idle_.pop_back();
+  }
+  // The connection moves to the taking session's strand, so that its deadline timer and the
+  // session's coroutine never run on two threads at once.
+  beast::error_code ec;
+  tcp::socket& socket = stream->socket();
+  const tcp::endpoint local = socket.local_endpoint(ec);
+  if (ec) return nullptr;
+  const auto handle = socket.release(ec);
+  if (ec) return nullptr;
+  return std::make_unique<beast::tcp_stream>(tcp::socket(executor, local.protocol(), handle));
 }
 
 void UpstreamPool::GiveBack(Stream stream) {
@@ -88,12 +100,13 @@ void UpstreamPool::GiveBack(Stream stream) {
 }
 
 asio::awaitable<UpstreamPool::Stream> UpstreamPool::Connect(beast::error_code& ec) {
-  tcp::resolver resolver(io_);
+  const auto executor = co_await asio::this_coro::executor;
+  tcp::resolver resolver(executor);
   auto endpoints =
       co_await resolver.async_resolve(config_.address.host, std::to_string(config_.address.port),
                                       asio::redirect_error(asio::use_awaitable, ec));
   if (ec) co_return nullptr;
-  auto stream = std::make_unique<beast::tcp_stream>(io_);
+  auto stream = std::make_unique<beast::tcp_stream>(executor);
   stream->expires_after(config_.connect_timeout);
   co_await stream->async_connect(endpoints, asio::redirect_error(asio::use_awaitable, ec));
   if (ec) co_return nullptr;
@@ -110,11 +123,22 @@ asio::awaitable<beast::error_code> UpstreamPool::Exchange(beast::tcp_stream& str
   co_await bhttp::async_write(stream, request, asio::redirect_error(asio::use_awaitable, ec));
   if (ec) co_return ec;
   beast::flat_buffer buffer;
-  bhttp::response_parser<bhttp::string_body> parser;
-  parser.body_limit(kMaxResponseBytes);
-  if (request.method() == bhttp::verb::head) parser.skip(true);
-  co_await bhttp::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
-  if (!ec) response = parser.release();
+  for (;;) {
+    bhttp::response_parser<bhttp::string_body> parser;
+    parser.body_limit(kMaxResponseBytes);
+    if (request.method() == bhttp::verb::head) parser.skip(true);
+    co_await bhttp::async_read(stream, buffer, parser,
+                               asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) co_return ec;
+    response = parser.release();
+    // Interim answers (100 Continue, 103 Early Hints) precede the real one; a switch of
+    // protocols cannot be relayed.
+    if (response.result() == bhttp::status::switching_protocols)
+      co_return bhttp::error::bad_version;
+    if (response.result_int() >= 200) break;
+  }
+  // Bytes past the response mean the upstream is out of step: never reuse that connection.
+  if (buffer.size() != 0) response.keep_alive(false);
   co_return ec;
 }
 
@@ -123,7 +147,7 @@ asio::awaitable<HttpResponse> UpstreamPool::Forward(HttpRequest request) {
   // Pooled connections that turn out dead are dropped one by one; a new one ends the loop.
   for (;;) {
     beast::error_code ec;
-    Stream stream = TakeIdle();
+    Stream stream = TakeIdle(co_await asio::this_coro::executor);
     const bool reused = stream != nullptr;
     if (!stream) {
       stream = co_await Connect(ec);

@@ -36,7 +36,7 @@ class UpstreamPool {
                                               HttpResponse& response);
   using Stream = std::unique_ptr<beast::tcp_stream>;
   asio::awaitable<Stream> Connect(beast::error_code& ec);
-  Stream TakeIdle();
+  Stream TakeIdle(const asio::any_io_executor& executor);
   void GiveBack(Stream stream);
 
   asio::io_context& io_;
@@ -46,12 +46,13 @@ class UpstreamPool {
 };
 
 // Readies a client's request for the upstream: removes hop-by-hop headers (Connection, the
-// headers it names, Keep-Alive, Proxy-Connection, TE, Trailer, Transfer-Encoding, Upgrade),
-// appends `client_peer` to X-Forwarded-For, and asks for keep-alive.
+// headers it names, Keep-Alive, Proxy-Connection, TE, Trailer, Transfer-Encoding, Upgrade) and
+// Expect, appends `client_peer` to X-Forwarded-For, and asks for keep-alive.
 void PrepareUpstreamRequest(HttpRequest& request, const asio::ip::address& client_peer);
 
-// Readies the upstream's response for the client: removes its hop-by-hop headers.
-void PrepareClientResponse(HttpResponse& response);
+// Readies the upstream's response for the client: removes its hop-by-hop headers and frames
+// the body (but for a response to HEAD, whose Content-Length describes a body not sent).
+void PrepareClientResponse(HttpResponse& response, bool head);
 
 // All the values of a header that may come on several lines, joined with ", ".
 std::string JoinedHeader(const HttpRequest& request, std::string_view name);

@@ -86,6 +86,11 @@ TEST(GatewayE2eTest, ForwardedForIsBelievedOnlyFromTrustedProxies) {
   EXPECT_EQ(trusted.Get("/", {{"X-Forwarded-For", "198.51.100.1"}}).status, 200);
   EXPECT_EQ(trusted.Get("/", {{"X-Forwarded-For", "198.51.100.2"}}).status, 200);
   EXPECT_EQ(trusted.Get("/", {{"X-Forwarded-For", "198.51.100.1"}}).status, 429);
+  // A Forwarded header the proxies do not write is ignored, so a client cannot pick a bucket.
+  EXPECT_EQ(
+      trusted.Get("/", {{"X-Forwarded-For", "198.51.100.1"}, {"Forwarded", "for=203.0.113.77"}})
+          .status,
+      429);
   // The upstream sees the chain with the gateway's peer appended.
   HttpResult r = trusted.Get("/", {{"X-Forwarded-For", "198.51.100.3"}});
   EXPECT_EQ(r.Header("x-seen-forwarded-for"), "198.51.100.3, 127.0.0.1");
@@ -202,6 +207,18 @@ TEST(GatewayE2eTest, BadInputGetsAnAnswerAndOthersAreServedMeanwhile) {
   upstream.Stop();
   EXPECT_EQ(gateway.Get("/").status, 502);
   EXPECT_TRUE(Healthy(gateway.admin()));
+}
+
+TEST(GatewayE2eTest, ExpectContinueIsAnsweredAndNotPassedOn) {
+  Upstream upstream;
+  Gateway gateway(upstream.port(), "rules: []\n");
+  const std::string answer =
+      RawExchange(gateway.proxy(),
+                  "POST /api/x HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n"
+                  "Connection: close\r\n\r\nhello",
+                  milliseconds(3000));
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK")) << answer;
+  EXPECT_NE(answer.find("\"bytes\":5"), std::string::npos) << answer;
 }
 
 TEST(GatewayE2eTest, CheckApiAnswersJsonAndTheAuthRequestForm) {
