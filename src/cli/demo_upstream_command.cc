@@ -25,7 +25,7 @@ int64_t SlowMs(std::string_view target) {
   return std::clamp<int64_t>(ms, 0, 60'000);
 }
 
-asio::awaitable<http::HttpResponse> Answer(http::HttpRequest request, asio::ip::address) {
+asio::awaitable<http::HttpResponse> Answer(http::HttpRequest request, asio::ip::address /*peer*/) {
   const std::string target(request.target().data(), request.target().size());
   if (target.starts_with("/slow")) {
     asio::steady_timer timer(co_await asio::this_coro::executor,

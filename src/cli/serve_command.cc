@@ -55,7 +55,7 @@ bool SameFixedParts(const config::Config& a, const config::Config& b) {
 
 class Service {
  public:
-  explicit Service(config::Config config)
+  explicit Service(const config::Config& config)
       : store_(MakeStore(config.store)), gateway_(store_.store, store_.ready), signals_(io_) {
     threads_ = config.threads;
     if (Status s = gateway_.Apply(config); !s.ok()) throw std::runtime_error(s.message());
@@ -65,7 +65,7 @@ class Service {
     path_ = path;
     const auto snapshot = gateway_.Current();
     const config::Config& c = snapshot->config;
-    auto bind = [this](http::Server& server, const config::Endpoint& where, const char* what) {
+    auto bind = [](http::Server& server, const config::Endpoint& where, const char* what) {
       if (Status s = server.Listen(where); !s.ok()) throw std::runtime_error(s.message());
       spdlog::info("{} listening on {}:{}", what, where.host, server.port());
     };
@@ -172,7 +172,7 @@ int Serve(const std::string& path) {
     return 1;
   }
   try {
-    Service service(std::move(loaded).value());
+    Service service(*loaded);
     return service.Run(path);
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());

@@ -43,7 +43,7 @@ class Field {
   void ExpectMap(std::initializer_list<std::string_view> known) const {
     if (!node_.IsMap()) Fail("must be a mapping");
     for (const auto& entry : node_) {
-      const std::string key = entry.first.as<std::string>();
+      const auto key = entry.first.as<std::string>();
       if (std::find(known.begin(), known.end(), key) == known.end()) {
         Field(entry.first, path_.empty() ? key : path_ + "." + key, source_).Fail("unknown field");
       }
@@ -109,7 +109,7 @@ class Field {
   void ForEachEntry(Fn each) const {
     if (!node_.IsMap()) Fail("must be a mapping");
     for (const auto& entry : node_) {
-      const std::string key = entry.first.as<std::string>();
+      const auto key = entry.first.as<std::string>();
       each(key, Field(entry.second, path_ + "." + key, source_));
     }
   }

@@ -59,8 +59,8 @@ struct Config {
   ClientConfig client;
   std::map<std::string, std::string, std::less<>> tenants;  // API key -> tenant
   std::string key_prefix = "rl:";
-  size_t max_body_bytes = 10 * 1024 * 1024;
-  size_t max_header_bytes = 16 * 1024;
+  size_t max_body_bytes = size_t{10} * 1024 * 1024;
+  size_t max_header_bytes = size_t{16} * 1024;
   std::chrono::milliseconds header_timeout{10000};  // to receive a request's headers
   std::chrono::milliseconds drain_timeout{10000};   // on SIGTERM, for requests in flight
   std::vector<Rule> rules;

@@ -47,7 +47,8 @@ Result<Request> ParseCheckBody(const std::string& body) {
   } else {
     return Status::InvalidArgument("the body needs \"attributes\"");
   }
-  std::string method, path;
+  std::string method;
+  std::string path;
   for (auto [field, target] : {std::pair{"method", &method}, std::pair{"path", &path}}) {
     if (auto it = doc.find(field); it != doc.end()) {
       if (!it->is_string())
@@ -257,7 +258,8 @@ asio::awaitable<HttpResponse> Gateway::CheckAuthRequest(const HttpRequest& reque
   co_return response;
 }
 
-asio::awaitable<HttpResponse> Gateway::HandleAdmin(HttpRequest request, asio::ip::address) {
+asio::awaitable<HttpResponse> Gateway::HandleAdmin(HttpRequest request,
+                                                   asio::ip::address /*peer*/) {
   const std::string_view target(request.target().data(), request.target().size());
   if (target == "/healthz") co_return MakeResponse(bhttp::status::ok, "ok\n");
   if (target == "/readyz") {

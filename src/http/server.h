@@ -29,8 +29,8 @@ using Handler =
     std::function<asio::awaitable<HttpResponse>(HttpRequest request, asio::ip::address peer)>;
 
 struct ServerLimits {
-  size_t max_header_bytes = 16 * 1024;
-  size_t max_body_bytes = 10 * 1024 * 1024;
+  size_t max_header_bytes = size_t{16} * 1024;
+  size_t max_body_bytes = size_t{10} * 1024 * 1024;
   std::chrono::milliseconds header_timeout{10'000};  // to receive a request's head and body
   std::chrono::milliseconds idle_timeout{60'000};    // between requests on a kept-alive connection
   std::chrono::milliseconds write_timeout{30'000};

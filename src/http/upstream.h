@@ -16,7 +16,7 @@
 namespace sluice::http {
 
 // The largest upstream response body relayed; larger ones become 502.
-inline constexpr size_t kMaxResponseBytes = 64 * 1024 * 1024;
+inline constexpr size_t kMaxResponseBytes = size_t{64} * 1024 * 1024;
 
 // Connections to the upstream. Idle ones are kept (up to the pool size) and reused.
 class UpstreamPool {
