@@ -9,9 +9,10 @@
 #include <thread>
 #include <vector>
 
+#include "config/config.h"
 #include "config/duration.h"
+#include "open_store.h"
 #include "sluice/limiter.h"
-#include "sluice/memory_store.h"
 #include "sluice/redis_store.h"
 
 namespace sluice::cli {
@@ -79,36 +80,19 @@ Request ParseRequest(const std::vector<std::string>& attributes) {
   return request;
 }
 
-std::shared_ptr<Store> MakeStore(const CheckArgs& args) {
-  if (args.store == "memory") return std::make_shared<MemoryStore>();
-  RedisOptions options = OrFail(ParseRedisUrl(args.store));
-  if (args.mode == "function") {
-    options.mode = ScriptMode::kFunction;
-  } else if (args.mode != "evalsha") {
-    Fail("--mode must be evalsha or function");
-  }
-  options.timeout = std::chrono::milliseconds(OrFail(config::ParseDurationMs(args.timeout)));
-  auto store = std::make_shared<RedisStore>(options);
-  store->WaitReady(options.connect_timeout);
+config::StoreConfig StoreConfigOf(const CheckArgs& args) {
+  config::StoreConfig store;
+  if (args.store == "memory") return store;
+  store.type = config::StoreType::kRedis;
+  store.redis = OrFail(ParseRedisUrl(args.store));
+  store.redis.mode = OrFail(config::ParseScriptMode(args.mode));
+  store.redis.timeout = std::chrono::milliseconds(OrFail(config::ParseDurationMs(args.timeout)));
   return store;
 }
 
-LimiterOptions MakeLimiterOptions(const CheckArgs& args) {
-  LimiterOptions options;
-  options.key_prefix = args.prefix;
-  if (args.policy == "stop-at-first") {
-    options.policy = MultiRulePolicy::kStopAtFirst;
-  } else if (args.policy == "refund") {
-    options.policy = MultiRulePolicy::kRefund;
-  } else if (args.policy != "charge-all") {
-    Fail("--policy must be charge-all, stop-at-first or refund");
-  }
-  if (args.failure == "closed") {
-    options.failure = FailurePolicy::kClosed;
-  } else if (args.failure != "open") {
-    Fail("--failure must be open or closed");
-  }
-  return options;
+LimiterOptions LimiterOptionsOf(const CheckArgs& args) {
+  return {args.prefix, OrFail(config::ParsePolicy(args.policy)),
+          OrFail(config::ParseFailurePolicy(args.failure))};
 }
 
 void Print(int n, const Decision& d, const Limiter& limiter) {
@@ -130,7 +114,8 @@ void Run(const CheckArgs& args) {
   for (const std::string& spec : args.rules) rules.push_back(ParseRule(spec));
   Request request = ParseRequest(args.attributes);
   const auto interval = std::chrono::milliseconds(OrFail(config::ParseDurationMs(args.interval)));
-  auto limiter = OrFail(Limiter::Create(rules, MakeLimiterOptions(args), MakeStore(args)));
+  auto limiter =
+      OrFail(Limiter::Create(rules, LimiterOptionsOf(args), OpenStore(StoreConfigOf(args)).store));
   for (int n = 1; n <= args.count; ++n) {
     Print(n, limiter->CheckBlocking(request), *limiter);
     std::fflush(stdout);

@@ -19,8 +19,8 @@ int CheckConfig(const std::string& path) {
     return 1;
   }
   const config::Config& c = *loaded;
-  LimiterOptions options{c.key_prefix, c.policy, c.failure};
-  auto limiter = Limiter::Create(c.rules, options, std::make_shared<MemoryStore>());
+  auto limiter =
+      Limiter::Create(c.rules, config::LimiterOptionsOf(c), std::make_shared<MemoryStore>());
   if (!limiter.ok()) {
     fmt::print(stderr, "{}: {}\n", path, limiter.status().message());
     return 1;

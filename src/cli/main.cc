@@ -1,3 +1,6 @@
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include <CLI/CLI.hpp>
 #include <exception>
 #include <iostream>
@@ -9,6 +12,8 @@
 
 int main(int argc, char** argv) {
   try {
+    // Logs go to standard error, so that standard output stays the commands' own.
+    spdlog::set_default_logger(spdlog::stderr_color_mt("sluice"));
     CLI::App app{"Sluice: a distributed rate limiter"};
     app.require_subcommand(1);
     sluice::cli::AddCheckCommand(app);

@@ -10,31 +10,13 @@
 #include "config/config.h"
 #include "http/gateway.h"
 #include "http/server.h"
-#include "sluice/memory_store.h"
-#include "sluice/redis_store.h"
+#include "open_store.h"
 
 namespace sluice::cli {
 namespace {
 
 namespace asio = boost::asio;
 using std::chrono::milliseconds;
-
-struct Store {
-  std::shared_ptr<sluice::Store> store;
-  std::function<bool()> ready;
-};
-
-Store MakeStore(const config::StoreConfig& c) {
-  if (c.type == config::StoreType::kMemory) {
-    return {std::make_shared<MemoryStore>(), [] { return true; }};
-  }
-  auto redis = std::make_shared<RedisStore>(c.redis);
-  if (!redis->WaitReady(c.redis.connect_timeout)) {
-    spdlog::warn("redis {}:{} is not reachable yet; checks follow the failure policy until it is",
-                 c.redis.host, c.redis.port);
-  }
-  return {redis, [redis] { return redis->Ready(); }};
-}
 
 http::ServerLimits Limits(const config::Config& c) {
   http::ServerLimits limits;
@@ -56,7 +38,7 @@ bool SameFixedParts(const config::Config& a, const config::Config& b) {
 class Service {
  public:
   explicit Service(const config::Config& config)
-      : store_(MakeStore(config.store)), gateway_(store_.store, store_.ready), signals_(io_) {
+      : store_(OpenStore(config.store)), gateway_(store_.store, store_.ready), signals_(io_) {
     threads_ = config.threads;
     if (Status s = gateway_.Apply(config); !s.ok()) throw std::runtime_error(s.message());
   }
@@ -153,7 +135,7 @@ class Service {
   }
 
   asio::io_context io_;
-  Store store_;
+  OpenedStore store_;
   http::Gateway gateway_;
   asio::signal_set signals_;
   unsigned threads_ = 1;

@@ -148,11 +148,7 @@ StoreConfig ParseStore(const Field& f) {
   store.type = StoreType::kRedis;
   if (!f.Has("url")) f.Fail("a redis store needs a url (redis://[user:password@]host:port[/db])");
   store.redis = f["url"].Check(ParseRedisUrl(f["url"].String()));
-  if (f.Has("mode")) {
-    store.redis.mode = f["mode"].OneOf({"evalsha", "function"}) == "function"
-                           ? ScriptMode::kFunction
-                           : ScriptMode::kEvalsha;
-  }
+  if (f.Has("mode")) store.redis.mode = f["mode"].Check(ParseScriptMode(f["mode"].String()));
   if (f.Has("timeout")) store.redis.timeout = f["timeout"].Duration();
   if (f.Has("connect_timeout")) store.redis.connect_timeout = f["connect_timeout"].Duration();
   if (f.Has("max_in_flight")) {
@@ -272,15 +268,10 @@ Config Parse(const Field& root, const std::string& source) {
   config.upstream = ParseUpstream(root["upstream"]);
   if (root.Has("store")) config.store = ParseStore(root["store"]);
   if (root.Has("failure")) {
-    config.failure = root["failure"].OneOf({"open", "closed"}) == "open" ? FailurePolicy::kOpen
-                                                                         : FailurePolicy::kClosed;
+    config.failure = root["failure"].Check(ParseFailurePolicy(root["failure"].String()));
   }
-  if (root.Has("policy")) {
-    const std::string policy = root["policy"].OneOf({"charge-all", "stop-at-first", "refund"});
-    config.policy = policy == "charge-all"      ? MultiRulePolicy::kChargeAll
-                    : policy == "stop-at-first" ? MultiRulePolicy::kStopAtFirst
-                                                : MultiRulePolicy::kRefund;
-  }
+  if (root.Has("policy"))
+    config.policy = root["policy"].Check(ParsePolicy(root["policy"].String()));
   if (root.Has("headers")) config.headers = ParseHeaders(root["headers"]);
   if (root.Has("client")) config.client = ParseClient(root["client"]);
   if (root.Has("tenants")) {
@@ -303,6 +294,42 @@ Config Parse(const Field& root, const std::string& source) {
 }
 
 }  // namespace
+
+namespace {
+
+// The value named `name` in `choices`, or an error that lists the names.
+template <typename T>
+Result<T> Choose(std::string_view name,
+                 std::initializer_list<std::pair<std::string_view, T>> choices) {
+  std::string list;
+  for (const auto& [choice, value] : choices) {
+    if (choice == name) return value;
+    list += (list.empty() ? "" : " | ") + std::string(choice);
+  }
+  return Status::InvalidArgument("\"" + std::string(name) + "\" is not one of " + list);
+}
+
+}  // namespace
+
+Result<MultiRulePolicy> ParsePolicy(std::string_view name) {
+  return Choose<MultiRulePolicy>(name, {{"charge-all", MultiRulePolicy::kChargeAll},
+                                        {"stop-at-first", MultiRulePolicy::kStopAtFirst},
+                                        {"refund", MultiRulePolicy::kRefund}});
+}
+
+Result<FailurePolicy> ParseFailurePolicy(std::string_view name) {
+  return Choose<FailurePolicy>(
+      name, {{"open", FailurePolicy::kOpen}, {"closed", FailurePolicy::kClosed}});
+}
+
+Result<ScriptMode> ParseScriptMode(std::string_view name) {
+  return Choose<ScriptMode>(
+      name, {{"evalsha", ScriptMode::kEvalsha}, {"function", ScriptMode::kFunction}});
+}
+
+LimiterOptions LimiterOptionsOf(const Config& config) {
+  return {config.key_prefix, config.policy, config.failure};
+}
 
 Result<Config> ParseConfig(std::string_view yaml, std::string_view source) {
   const std::string name(source);

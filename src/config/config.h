@@ -66,6 +66,16 @@ struct Config {
   std::vector<Rule> rules;
 };
 
+// The names the configuration and the command line give each choice: "charge-all",
+// "stop-at-first", "refund"; "open", "closed"; "evalsha", "function". Anything else is refused
+// with a message that lists the names.
+Result<MultiRulePolicy> ParsePolicy(std::string_view name);
+Result<FailurePolicy> ParseFailurePolicy(std::string_view name);
+Result<ScriptMode> ParseScriptMode(std::string_view name);
+
+// The limiter options `config` asks for.
+LimiterOptions LimiterOptionsOf(const Config& config);
+
 // Parses and validates `yaml`; errors read "SOURCE:LINE: FIELD: what is wrong".
 Result<Config> ParseConfig(std::string_view yaml, std::string_view source);
 

@@ -133,8 +133,8 @@ Gateway::Gateway(std::shared_ptr<Store> store, std::function<bool()> ready)
     : store_(std::move(store)), ready_(std::move(ready)) {}
 
 Status Gateway::Apply(config::Config config) {
-  LimiterOptions options{config.key_prefix, config.policy, config.failure};
-  Result<std::unique_ptr<Limiter>> limiter = Limiter::Create(config.rules, options, store_);
+  Result<std::unique_ptr<Limiter>> limiter =
+      Limiter::Create(config.rules, config::LimiterOptionsOf(config), store_);
   if (!limiter.ok()) return limiter.status();
   auto snapshot =
       std::make_shared<Snapshot>(Snapshot{std::move(config), std::move(limiter).value()});
