@@ -1,10 +1,12 @@
 // Buckets in a Redis server, shared by every gateway that points at it.
 #pragma once
 
+#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -35,6 +37,8 @@ struct RedisOptions {
   // Reconnection waits start here and double up to the maximum, with jitter.
   std::chrono::milliseconds reconnect_min{50};
   std::chrono::milliseconds reconnect_max{2000};
+
+  bool operator==(const RedisOptions&) const = default;
 };
 
 // Parses "redis://[[user]:password@]host[:port][/db]". The password may be percent-encoded.
@@ -47,25 +51,45 @@ struct RedisStoreStats {
   uint64_t commands = 0;      // bucket commands written
   uint64_t writes = 0;        // socket writes that carried them (auto-pipelining: fewer)
   uint64_t timeouts = 0;      // checks failed with kDeadlineExceeded
+  uint64_t short_waits = 0;   // WAITs that ended before the replicas asked for had the write
 };
 
-// A Store on one Redis server, over one auto-pipelined connection run by a thread of its own.
+// How one script call goes out, beyond its operations: what a cluster client needs.
+struct RedisCall {
+  // Send ASKING first: the node is importing the slot, and an ASK redirection sent us here.
+  bool asking = false;
+  // Fail with kDeadlineExceeded at this time if it is sooner than the store's own timeout.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+};
+
+// A Store on one Redis server, over one auto-pipelined connection, run by a thread of its own or
+// by the caller's event loop.
 // All operations of one Apply go in one script call (one EVALSHA or FCALL with a key per
-// bucket), answered in one round trip; calls from concurrent checks share socket writes. The connection handshakes (AUTH,
-// SELECT, script or function load), reconnects with backoff when it drops, and reloads the
-// script when the server has lost it, invisibly to callers. While disconnected, checks fail at
-// once with kUnavailable; while connecting, they wait up to the check timeout.
+// bucket), answered in one round trip; calls from concurrent checks share socket writes. The
+// connection handshakes (AUTH, SELECT, script or function load), reconnects with backoff when it
+// drops, and reloads the script when the server has lost it, invisibly to callers. While
+// disconnected, checks fail at once with kUnavailable; while connecting, they wait up to the check
+// timeout.
 class RedisStore final : public Store {
  public:
   // Starts the connection's thread and begins connecting.
   explicit RedisStore(RedisOptions options);
-  // Stops the thread; checks still pending complete with kUnavailable.
+  // Runs the connection on `io`, which one thread runs (an event loop of the caller's); checks
+  // submitted on that thread then never change threads, and complete there. `io` must outlive
+  // the store's pending work or be destroyed with it undone.
+  RedisStore(RedisOptions options, boost::asio::io_context& io);
+  // Checks still pending complete with kUnavailable (on an external io_context, when it next
+  // runs); the own thread, if any, is joined.
   ~RedisStore() override;
 
   RedisStore(const RedisStore&) = delete;
   RedisStore& operator=(const RedisStore&) = delete;
 
+  // All of `ops` in one script call, so their keys must share a slot on a cluster node. When an
+  // op asks for a replica wait, a WAIT for the most replicas (and the longest timeout) asked
+  // follows the call, and `done` runs after its answer.
   void Apply(std::vector<BucketOp> ops, StoreCallback done) override;
+  void Apply(std::vector<BucketOp> ops, RedisCall call, StoreCallback done);
 
   // True while the connection is up and ready for checks.
   bool Ready() const;

@@ -33,6 +33,16 @@ struct Limit {
 
 // One rate limit rule. Each distinct value of the rule's attribute (each IP address, each API
 // key) has its own bucket, under the key "<prefix><bucket>:<value>", e.g. "rl:ip:203.0.113.42".
+// After a check, wait until this many replicas have its write (Redis's WAIT), or the timeout
+// passes. It narrows the window in which a failover forgets the last writes; it does not close
+// it. Zero replicas: no wait.
+struct ReplicaWait {
+  int replicas = 0;
+  int64_t timeout_ms = 0;
+
+  bool operator==(const ReplicaWait&) const = default;
+};
+
 struct Rule {
   std::string name;       // for people, headers and metrics: "per-key"
   std::string attribute;  // the request attribute that keys it: "ip", "key", "header:X-Client"
@@ -49,6 +59,7 @@ struct Rule {
   std::string path_prefix = {};
   // Limits of their own for particular attribute values: one API key with a bigger allowance.
   std::map<std::string, Limit, std::less<>> overrides = {};
+  ReplicaWait wait = {};  // stores with replicas (Redis) only
 
   // The bucket family actually used: `bucket`, or the attribute when `bucket` is empty.
   std::string_view BucketName() const { return bucket.empty() ? attribute : bucket; }

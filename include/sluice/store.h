@@ -19,6 +19,7 @@ struct BucketOp {
   std::string key;
   Limit limit;
   int64_t cost = 1;
+  ReplicaWait wait = {};  // the rule's; a store without replicas ignores it
 };
 
 // Ok when every operation's limit is valid and its cost within [-capacity, capacity]; stores

@@ -25,7 +25,8 @@ int64_t SlowMs(std::string_view target) {
   return std::clamp<int64_t>(ms, 0, 60'000);
 }
 
-asio::awaitable<http::HttpResponse> Answer(http::HttpRequest request, asio::ip::address /*peer*/) {
+asio::awaitable<http::HttpResponse> Answer(http::HttpRequest request, asio::ip::address /*peer*/,
+                                           size_t /*loop*/) {
   const std::string target(request.target().data(), request.target().size());
   if (target.starts_with("/slow")) {
     asio::steady_timer timer(co_await asio::this_coro::executor,
@@ -50,16 +51,17 @@ int Run(const std::string& listen) {
     spdlog::error("--listen {}", where.status().message());
     return 1;
   }
-  asio::io_context io;
-  http::Server server(io, Answer, {});
+  http::EventLoops loops(1);
+  http::Server server(loops, Answer, {});
   if (Status s = server.Listen(*where); !s.ok()) {
     spdlog::error("{}", s.message());
     return 1;
   }
   spdlog::info("demo upstream listening on {}:{}", where->host, server.port());
-  asio::signal_set signals(io, SIGTERM, SIGINT);
-  signals.async_wait([&io](const boost::system::error_code&, int) { io.stop(); });
-  io.run();
+  asio::signal_set signals(loops[0], SIGTERM, SIGINT);
+  signals.async_wait([&loops](const boost::system::error_code&, int) { loops.Stop(); });
+  loops.Start();
+  loops.Join();
   return 0;
 }
 

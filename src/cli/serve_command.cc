@@ -5,7 +5,6 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/signal_set.hpp>
-#include <thread>
 
 #include "config/config.h"
 #include "http/gateway.h"
@@ -23,56 +22,71 @@ http::ServerLimits Limits(const config::Config& c) {
   limits.max_header_bytes = c.max_header_bytes;
   limits.max_body_bytes = c.max_body_bytes;
   limits.header_timeout = c.header_timeout;
+  limits.max_connections = c.max_connections;
   return limits;
 }
 
-// The store and the listen addresses are fixed for the life of the process; the rest reloads.
+// What the servers, the upstream pools and the store connections were built with is fixed for
+// the life of the process; the rest (rules, tenants, client identity, headers, policies) reloads.
 bool SameFixedParts(const config::Config& a, const config::Config& b) {
   return a.listen == b.listen && a.check_listen == b.check_listen &&
-         a.upstream.address == b.upstream.address && a.upstream.pool == b.upstream.pool &&
-         a.admin_listen == b.admin_listen && a.store.type == b.store.type &&
-         a.store.redis.host == b.store.redis.host && a.store.redis.port == b.store.redis.port &&
-         a.store.redis.db == b.store.redis.db && a.threads == b.threads;
+         a.admin_listen == b.admin_listen && a.threads == b.threads && a.upstream == b.upstream &&
+         a.store == b.store && a.max_body_bytes == b.max_body_bytes &&
+         a.max_header_bytes == b.max_header_bytes && a.header_timeout == b.header_timeout &&
+         a.max_connections == b.max_connections && a.drain_timeout == b.drain_timeout;
 }
 
+// The running gateway. Members are destroyed before the event loops they use (loops_ first in
+// the list): a stopped loop still holds handlers that refer to them until it goes.
 class Service {
  public:
-  explicit Service(const config::Config& config)
-      : store_(OpenStore(config.store)), gateway_(store_.store, store_.ready), signals_(io_) {
-    threads_ = config.threads;
-    if (Status s = gateway_.Apply(config); !s.ok()) throw std::runtime_error(s.message());
+  // Starts the event loops, whose threads then wait for work, and connects the store.
+  explicit Service(const config::Config& config) : loops_(config.threads), signals_(loops_[0]) {
+    loops_.Start();
+    store_ = OpenStores(config.store, loops_);
+    gateway_ = std::make_unique<http::Gateway>(store_.stores, store_.ready);
+    if (Status s = gateway_->Apply(config); !s.ok()) throw std::runtime_error(s.message());
   }
 
   int Run(const std::string& path) {
     path_ = path;
-    const auto snapshot = gateway_.Current();
+    const auto snapshot = gateway_->Current();
     const config::Config& c = snapshot->config;
     auto bind = [](http::Server& server, const config::Endpoint& where, const char* what) {
       if (Status s = server.Listen(where); !s.ok()) throw std::runtime_error(s.message());
       spdlog::info("{} listening on {}:{}", what, where.host, server.port());
     };
-    gateway_.SetUpstream(std::make_unique<http::UpstreamPool>(io_, c.upstream));
+    gateway_->SetUpstreams(UpstreamPools(c.upstream));
     proxy_ = std::make_unique<http::Server>(
-        io_, [this](auto r, auto p) { return gateway_.HandleProxy(std::move(r), p); }, Limits(c));
+        loops_,
+        [this](auto r, auto p, size_t loop) {
+          return gateway_->HandleProxy(std::move(r), p, loop);
+        },
+        Limits(c));
     bind(*proxy_, c.listen, "proxy");
     admin_ = std::make_unique<http::Server>(
-        io_, [this](auto r, auto p) { return gateway_.HandleAdmin(std::move(r), p); }, Limits(c));
+        loops_,
+        [this](auto r, auto p, size_t loop) {
+          return gateway_->HandleAdmin(std::move(r), p, loop);
+        },
+        Limits(c));
     bind(*admin_, c.admin_listen, "admin");
     if (c.check_listen) {
       check_ = std::make_unique<http::Server>(
-          io_, [this](auto r, auto p) { return gateway_.HandleCheck(std::move(r), p); }, Limits(c));
+          loops_,
+          [this](auto r, auto p, size_t loop) {
+            return gateway_->HandleCheck(std::move(r), p, loop);
+          },
+          Limits(c));
       bind(*check_, *c.check_listen, "check API");
     }
-    gateway_.SetGauges([this] {
+    gateway_->SetGauges([this] {
       return std::vector<std::pair<std::string, double>>{
           {"sluice_requests_in_flight", static_cast<double>(InFlight())}};
     });
     drain_timeout_ = c.drain_timeout;
-    WaitForSignals();
-    std::vector<std::thread> threads;
-    for (unsigned i = 1; i < threads_; ++i) threads.emplace_back([this] { io_.run(); });
-    io_.run();
-    for (std::thread& t : threads) t.join();
+    asio::post(loops_[0], [this] { WaitForSignals(); });
+    loops_.Join();
     spdlog::info("stopped");
     return 0;
   }
@@ -102,12 +116,13 @@ class Service {
       spdlog::error("reload refused, the running configuration stays: {}", next.status().message());
       return;
     }
-    if (!SameFixedParts(gateway_.Current()->config, *next)) {
+    if (!SameFixedParts(gateway_->Current()->config, *next)) {
       spdlog::error(
-          "reload refused: listen addresses, threads, the upstream and the store need a restart");
+          "reload refused: listen addresses, threads, limits, timeouts, the upstream and the store "
+          "need a restart");
       return;
     }
-    if (Status s = gateway_.Apply(std::move(next).value()); !s.ok()) {
+    if (Status s = gateway_->Apply(std::move(next).value()); !s.ok()) {
       spdlog::error("reload refused, the running configuration stays: {}", s.message());
       return;
     }
@@ -127,18 +142,28 @@ class Service {
   void PollDrained() {
     if (InFlight() == 0 || std::chrono::steady_clock::now() >= drain_deadline_) {
       if (InFlight() != 0) spdlog::warn("drain timeout: {} requests cut off", InFlight());
-      io_.stop();
+      loops_.Stop();
       return;
     }
-    auto timer = std::make_shared<asio::steady_timer>(io_, milliseconds(10));
+    auto timer = std::make_shared<asio::steady_timer>(loops_[0], milliseconds(10));
     timer->async_wait([this, timer](const boost::system::error_code&) { PollDrained(); });
   }
 
-  asio::io_context io_;
-  OpenedStore store_;
-  http::Gateway gateway_;
+  // The idle upstream connections allowed (upstream.pool) are shared out among the loops.
+  std::vector<std::unique_ptr<http::UpstreamPool>> UpstreamPools(
+      const config::UpstreamConfig& upstream) {
+    const size_t per_loop = (upstream.pool + loops_.size() - 1) / loops_.size();
+    std::vector<std::unique_ptr<http::UpstreamPool>> pools;
+    for (size_t i = 0; i < loops_.size(); ++i) {
+      pools.push_back(std::make_unique<http::UpstreamPool>(loops_[i], upstream, per_loop));
+    }
+    return pools;
+  }
+
+  http::EventLoops loops_;
+  OpenedStores store_;
+  std::unique_ptr<http::Gateway> gateway_;
   asio::signal_set signals_;
-  unsigned threads_ = 1;
   std::string path_;
   std::unique_ptr<http::Server> proxy_;
   std::unique_ptr<http::Server> admin_;

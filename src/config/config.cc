@@ -123,27 +123,66 @@ class Field {
 };
 
 UpstreamConfig ParseUpstream(const Field& f) {
-  f.ExpectMap({"address", "pool", "connect_timeout", "timeout"});
+  f.ExpectMap({"address", "pool", "connect_timeout", "timeout", "max_response_bytes"});
   UpstreamConfig upstream;
   if (!f.Has("address")) f.Fail("needs an address (host:port)");
   upstream.address = f["address"].Check(ParseEndpoint(f["address"].String()));
   if (f.Has("pool")) upstream.pool = static_cast<size_t>(f["pool"].Integer(1, 100'000));
   if (f.Has("connect_timeout")) upstream.connect_timeout = f["connect_timeout"].Duration();
   if (f.Has("timeout")) upstream.timeout = f["timeout"].Duration();
+  if (f.Has("max_response_bytes")) {
+    upstream.max_response_bytes =
+        static_cast<size_t>(f["max_response_bytes"].Integer(0, int64_t{1} << 34));
+  }
   return upstream;
 }
 
+ClusterOptions ParseCluster(const Field& f) {
+  for (const char* field : {"url"}) {
+    if (f.Has(field)) f[field].Fail("a cluster store takes nodes: [host:port, ...], not a url");
+  }
+  if (!f.Has("nodes")) f.Fail("a cluster store needs nodes: [host:port, ...]");
+  ClusterOptions cluster;
+  f["nodes"].ForEach([&](const Field& node) {
+    cluster.seeds.push_back(node.Check(ParseHostPort(node.String())));
+  });
+  if (cluster.seeds.empty()) f["nodes"].Fail("needs at least one host:port");
+  if (f.Has("username")) cluster.username = f["username"].String();
+  if (f.Has("password")) cluster.password = f["password"].String();
+  if (f.Has("mode")) cluster.mode = f["mode"].Check(ParseScriptMode(f["mode"].String()));
+  if (f.Has("timeout")) cluster.timeout = f["timeout"].Duration();
+  if (f.Has("connect_timeout")) cluster.connect_timeout = f["connect_timeout"].Duration();
+  if (f.Has("refresh_interval")) cluster.refresh_interval = f["refresh_interval"].Duration();
+  if (f.Has("max_in_flight")) {
+    cluster.max_in_flight = static_cast<size_t>(f["max_in_flight"].Integer(1, 10'000'000));
+  }
+  if (cluster.timeout.count() == 0) f["timeout"].Fail("must be more than 0");
+  if (cluster.refresh_interval.count() == 0) f["refresh_interval"].Fail("must be more than 0");
+  return cluster;
+}
+
 StoreConfig ParseStore(const Field& f) {
-  f.ExpectMap({"type", "url", "mode", "timeout", "connect_timeout", "max_in_flight"});
+  f.ExpectMap({"type", "url", "nodes", "username", "password", "mode", "timeout", "connect_timeout",
+               "max_in_flight", "refresh_interval"});
   StoreConfig store;
   const std::string type =
       f.Has("type") ? f["type"].OneOf({"memory", "redis", "cluster"}) : "memory";
-  if (type == "cluster") f["type"].Fail("the cluster store is not available yet; use redis");
   if (type == "memory") {
-    for (const char* redis_only : {"url", "mode", "timeout", "connect_timeout", "max_in_flight"}) {
-      if (f.Has(redis_only)) f[redis_only].Fail("applies only to a redis store");
+    for (const char* shared_only : {"url", "nodes", "username", "password", "mode", "timeout",
+                                    "connect_timeout", "max_in_flight", "refresh_interval"}) {
+      if (f.Has(shared_only)) f[shared_only].Fail("applies only to a redis or cluster store");
     }
     return store;
+  }
+  if (type == "cluster") {
+    store.type = StoreType::kCluster;
+    store.cluster = ParseCluster(f);
+    return store;
+  }
+  for (const char* cluster_only : {"nodes", "username", "password", "refresh_interval"}) {
+    if (f.Has(cluster_only)) {
+      f[cluster_only].Fail("applies only to a cluster store (a redis store takes them in url)");
+    }
   }
   store.type = StoreType::kRedis;
   if (!f.Has("url")) f.Fail("a redis store needs a url (redis://[user:password@]host:port[/db])");
@@ -204,7 +243,7 @@ Limit ParseLimit(const Field& f, Limit base) {
 
 Rule ParseRule(const Field& f) {
   f.ExpectMap({"name", "key", "bucket", "capacity", "tokens", "period", "cost", "shadow", "match",
-               "overrides"});
+               "overrides", "wait"});
   for (const char* required : {"name", "key", "capacity", "period"}) {
     if (!f.Has(required)) f.Fail(std::string("needs a ") + required);
   }
@@ -215,6 +254,13 @@ Rule ParseRule(const Field& f) {
   rule.limit = ParseLimit(f, {});
   if (f.Has("cost")) rule.cost = f["cost"].Integer(0, Limit::kMaxCapacity);
   if (f.Has("shadow")) rule.shadow = f["shadow"].Bool();
+  if (f.Has("wait")) {
+    Field wait = f["wait"];
+    wait.ExpectMap({"replicas", "timeout"});
+    if (!wait.Has("replicas") || !wait.Has("timeout")) wait.Fail("needs replicas and timeout");
+    rule.wait.replicas = static_cast<int>(wait["replicas"].Integer(1, 64));
+    rule.wait.timeout_ms = wait["timeout"].Duration().count();
+  }
   if (f.Has("match")) {
     Field match = f["match"];
     match.ExpectMap({"methods", "path_prefix"});
@@ -253,7 +299,8 @@ std::vector<Rule> ParseRules(const Field& f) {
 Config Parse(const Field& root, const std::string& source) {
   root.ExpectMap({"listen", "check_listen", "admin_listen", "threads", "upstream", "store",
                   "failure", "policy", "headers", "client", "tenants", "rules", "key_prefix",
-                  "max_body_bytes", "max_header_bytes", "header_timeout", "drain_timeout"});
+                  "max_body_bytes", "max_header_bytes", "header_timeout", "drain_timeout",
+                  "max_connections"});
   Config config;
   config.source = source;
   auto endpoint = [&](const char* name) {
@@ -288,6 +335,9 @@ Config Parse(const Field& root, const std::string& source) {
   }
   if (root.Has("header_timeout")) config.header_timeout = root["header_timeout"].Duration();
   if (root.Has("drain_timeout")) config.drain_timeout = root["drain_timeout"].Duration();
+  if (root.Has("max_connections")) {
+    config.max_connections = static_cast<size_t>(root["max_connections"].Integer(1, 1'000'000));
+  }
   if (!root.Has("rules")) root.Fail("needs rules (an empty list checks nothing)");
   config.rules = ParseRules(root["rules"]);
   return config;

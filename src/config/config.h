@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/network.h"
+#include "sluice/cluster_store.h"
 #include "sluice/headers.h"
 #include "sluice/limiter.h"
 #include "sluice/redis_store.h"
@@ -24,14 +25,20 @@ struct UpstreamConfig {
   Endpoint address;
   size_t pool = 64;  // most idle keep-alive connections kept to the upstream
   std::chrono::milliseconds connect_timeout{1000};
-  std::chrono::milliseconds timeout{30000};  // for the whole upstream exchange
+  std::chrono::milliseconds timeout{30000};              // for the whole upstream exchange
+  size_t max_response_bytes = size_t{64} * 1024 * 1024;  // larger bodies become 502
+
+  bool operator==(const UpstreamConfig&) const = default;
 };
 
-enum class StoreType { kMemory, kRedis };
+enum class StoreType { kMemory, kRedis, kCluster };
 
 struct StoreConfig {
   StoreType type = StoreType::kMemory;
-  RedisOptions redis;  // for kRedis: from `url`, `mode`, `timeout`, `connect_timeout`, ...
+  RedisOptions redis;      // for kRedis: from `url`, `mode`, `timeout`, `connect_timeout`, ...
+  ClusterOptions cluster;  // for kCluster: from `nodes`, `username`, `password`, `mode`, ...
+
+  bool operator==(const StoreConfig&) const = default;
 };
 
 // How a request's client is identified.
@@ -63,6 +70,7 @@ struct Config {
   size_t max_header_bytes = size_t{16} * 1024;
   std::chrono::milliseconds header_timeout{10000};  // to receive a request's headers
   std::chrono::milliseconds drain_timeout{10000};   // on SIGTERM, for requests in flight
+  size_t max_connections = 4096;  // per listener; more are closed as soon as accepted
   std::vector<Rule> rules;
 };
 

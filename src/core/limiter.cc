@@ -144,7 +144,7 @@ Result<Plan> MakePlan(const Limiter::State& state, const Request& request) {
                                      "\": " + key.status().message());
     }
     const Limit& limit = rule.LimitFor(*value);
-    plan.ops.push_back({std::move(key).value(), limit, rule.cost});
+    plan.ops.push_back({std::move(key).value(), limit, rule.cost, rule.wait});
     plan.rules.push_back(i);
     plan.limits.push_back(limit);
   }

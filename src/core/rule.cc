@@ -85,6 +85,14 @@ Status Rule::Validate() const {
   }
   if (Status s = limit.Validate(); !s.ok()) return in_rule(s);
   if (Status s = CheckRange("cost", cost, 0, limit.capacity); !s.ok()) return in_rule(s);
+  if (Status s = CheckRange("wait replicas", wait.replicas, 0, 64); !s.ok()) return in_rule(s);
+  if (Status s = CheckRange("wait timeout_ms", wait.timeout_ms, 0, 10'000); !s.ok()) {
+    return in_rule(s);
+  }
+  if (wait.replicas > 0 && wait.timeout_ms == 0) {
+    return in_rule(
+        Status::InvalidArgument("a wait for replicas needs a timeout (0 waits forever)"));
+  }
   for (const auto& [value, override_limit] : overrides) {
     auto in_override = [&](const Status& s) {
       return in_rule(Status::InvalidArgument("override \"" + value + "\": " + s.message()));

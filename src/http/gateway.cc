@@ -25,7 +25,7 @@ HttpResponse JsonError(bhttp::status status, const std::string& message) {
 
 void AddHeaders(HttpResponse& response, const Decision& decision, const Snapshot& snapshot) {
   for (const auto& [name, value] :
-       RateLimitHeaders(decision, snapshot.limiter->rules(), snapshot.config.headers)) {
+       RateLimitHeaders(decision, snapshot.rules(), snapshot.config.headers)) {
     response.set(name, value);
   }
 }
@@ -129,15 +129,22 @@ void Gateway::LogShadowRejections(const Decision& decision, const std::vector<Ru
   }
 }
 
-Gateway::Gateway(std::shared_ptr<Store> store, std::function<bool()> ready)
-    : store_(std::move(store)), ready_(std::move(ready)) {}
+Gateway::Gateway(std::vector<std::shared_ptr<Store>> stores, std::function<bool()> ready)
+    : stores_(std::move(stores)), ready_(std::move(ready)) {}
 
 Status Gateway::Apply(config::Config config) {
-  Result<std::unique_ptr<Limiter>> limiter =
-      Limiter::Create(config.rules, config::LimiterOptionsOf(config), store_);
-  if (!limiter.ok()) return limiter.status();
-  auto snapshot =
-      std::make_shared<Snapshot>(Snapshot{std::move(config), std::move(limiter).value()});
+  std::vector<std::unique_ptr<Limiter>> limiters;
+  for (const std::shared_ptr<Store>& store : stores_) {
+    Result<std::unique_ptr<Limiter>> limiter =
+        Limiter::Create(config.rules, config::LimiterOptionsOf(config), store);
+    if (!limiter.ok()) return limiter.status();
+    limiters.push_back(std::move(limiter).value());
+  }
+  std::vector<RuleCounters*> counters;
+  for (const Rule& rule : limiters.front()->rules())
+    counters.push_back(metrics_.ForRule(rule.name));
+  auto snapshot = std::make_shared<Snapshot>(
+      Snapshot{std::move(config), std::move(limiters), std::move(counters)});
   std::lock_guard lock(mutex_);
   current_ = std::move(snapshot);
   return {};
@@ -152,40 +159,42 @@ void Gateway::SetGauges(std::function<std::vector<std::pair<std::string, double>
   gauges_ = std::move(gauges);
 }
 
-asio::awaitable<Decision> Gateway::Decide(const Snapshot& snapshot, const Request& request) {
+asio::awaitable<Decision> Gateway::Decide(const Snapshot& snapshot, const Request& request,
+                                          size_t loop) {
   const auto start = Clock::now();
-  Decision decision = co_await snapshot.limiter->AsyncCheck(request, asio::use_awaitable);
-  metrics_.RecordDecision(decision, snapshot.limiter->rules(),
+  Decision decision = co_await snapshot.limiters[loop]->AsyncCheck(request, asio::use_awaitable);
+  metrics_.RecordDecision(decision, snapshot.rule_counters,
                           std::chrono::duration<double>(Clock::now() - start).count());
-  if (decision.shadow_rejections > 0) LogShadowRejections(decision, snapshot.limiter->rules());
+  if (decision.shadow_rejections > 0) LogShadowRejections(decision, snapshot.rules());
   co_return decision;
 }
 
-asio::awaitable<HttpResponse> Gateway::HandleCheck(HttpRequest request, asio::ip::address peer) {
+asio::awaitable<HttpResponse> Gateway::HandleCheck(HttpRequest request, asio::ip::address peer,
+                                                   size_t loop) {
   const std::string_view target(request.target().data(), request.target().size());
   if (target == "/v1/check") {
     if (request.method() != bhttp::verb::post) {
       co_return JsonError(bhttp::status::method_not_allowed, "use POST");
     }
-    co_return co_await CheckJson(request);
+    co_return co_await CheckJson(request, loop);
   }
   if (target == "/v1/auth" || target.starts_with("/v1/auth?")) {
-    co_return co_await CheckAuthRequest(request, peer);
+    co_return co_await CheckAuthRequest(request, peer, loop);
   }
   co_return JsonError(bhttp::status::not_found, "no such endpoint; try POST /v1/check");
 }
 
-asio::awaitable<HttpResponse> Gateway::CheckJson(const HttpRequest& request) {
+asio::awaitable<HttpResponse> Gateway::CheckJson(const HttpRequest& request, size_t loop) {
   std::shared_ptr<const Snapshot> snapshot = Current();
   Result<Request> parsed = ParseCheckBody(request.body());
   if (!parsed.ok()) co_return JsonError(bhttp::status::bad_request, parsed.status().message());
-  Decision decision = co_await Decide(*snapshot, *parsed);
+  Decision decision = co_await Decide(*snapshot, *parsed, loop);
   if (decision.error.code() == StatusCode::kInvalidArgument) {
     co_return JsonError(bhttp::status::bad_request, decision.error.message());
   }
   HttpResponse response =
       MakeResponse(decision.allowed ? bhttp::status::ok : RejectionStatus(decision),
-                   DecisionJson(decision, snapshot->limiter->rules()) + "\n", "application/json");
+                   DecisionJson(decision, snapshot->rules()) + "\n", "application/json");
   AddHeaders(response, decision, *snapshot);
   co_return response;
 }
@@ -204,19 +213,20 @@ Request Gateway::Attributes(const Snapshot& snapshot, const HttpRequest& request
                            [&request](std::string_view name) { return FindHeader(request, name); });
 }
 
-asio::awaitable<HttpResponse> Gateway::HandleProxy(HttpRequest request, asio::ip::address peer) {
+asio::awaitable<HttpResponse> Gateway::HandleProxy(HttpRequest request, asio::ip::address peer,
+                                                   size_t loop) {
   std::shared_ptr<const Snapshot> snapshot = Current();
   const std::string_view method(request.method_string().data(), request.method_string().size());
   const std::string_view target(request.target().data(), request.target().size());
-  Decision decision =
-      co_await Decide(*snapshot, Attributes(*snapshot, request, peer, method, PathOf(target)));
+  Decision decision = co_await Decide(
+      *snapshot, Attributes(*snapshot, request, peer, method, PathOf(target)), loop);
   const unsigned version = request.version();
   if (decision.error.code() == StatusCode::kInvalidArgument) {
     co_return JsonError(bhttp::status::bad_request, decision.error.message());
   }
   if (!decision.allowed) {
     HttpResponse response =
-        MakeResponse(RejectionStatus(decision), RejectionBody(decision, snapshot->limiter->rules()),
+        MakeResponse(RejectionStatus(decision), RejectionBody(decision, snapshot->rules()),
                      "application/json", version);
     AddHeaders(response, decision, *snapshot);
     co_return response;
@@ -224,7 +234,7 @@ asio::awaitable<HttpResponse> Gateway::HandleProxy(HttpRequest request, asio::ip
   const bool head = request.method() == bhttp::verb::head;
   PrepareUpstreamRequest(request, peer);
   const auto start = Clock::now();
-  HttpResponse response = co_await upstream_->Forward(std::move(request));
+  HttpResponse response = co_await upstreams_[loop]->Forward(std::move(request));
   const bool failed = response.result() == bhttp::status::bad_gateway ||
                       response.result() == bhttp::status::gateway_timeout;
   metrics_.RecordUpstream(!failed, std::chrono::duration<double>(Clock::now() - start).count());
@@ -237,12 +247,13 @@ asio::awaitable<HttpResponse> Gateway::HandleProxy(HttpRequest request, asio::ip
 // nginx's auth_request: the original request's headers come along; its method and URI in
 // X-Original-Method and X-Original-URI, as the example configuration sets them.
 asio::awaitable<HttpResponse> Gateway::CheckAuthRequest(const HttpRequest& request,
-                                                        const asio::ip::address& peer) {
+                                                        const asio::ip::address& peer,
+                                                        size_t loop) {
   std::shared_ptr<const Snapshot> snapshot = Current();
   const std::string_view uri = FindHeader(request, "X-Original-URI").value_or("");
   Request attributes = Attributes(
       *snapshot, request, peer, FindHeader(request, "X-Original-Method").value_or(""), PathOf(uri));
-  Decision decision = co_await Decide(*snapshot, attributes);
+  Decision decision = co_await Decide(*snapshot, attributes, loop);
   if (decision.error.code() == StatusCode::kInvalidArgument) {
     co_return MakeResponse(bhttp::status::bad_request, decision.error.message() + "\n");
   }
@@ -258,8 +269,8 @@ asio::awaitable<HttpResponse> Gateway::CheckAuthRequest(const HttpRequest& reque
   co_return response;
 }
 
-asio::awaitable<HttpResponse> Gateway::HandleAdmin(HttpRequest request,
-                                                   asio::ip::address /*peer*/) {
+asio::awaitable<HttpResponse> Gateway::HandleAdmin(HttpRequest request, asio::ip::address /*peer*/,
+                                                   size_t /*loop*/) {
   const std::string_view target(request.target().data(), request.target().size());
   if (target == "/healthz") co_return MakeResponse(bhttp::status::ok, "ok\n");
   if (target == "/readyz") {

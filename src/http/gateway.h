@@ -17,33 +17,44 @@
 
 namespace sluice::http {
 
-// One configuration and the limiter made from it; requests keep the one they started with.
+// One configuration and the limiters made from it, one per event loop (each on that loop's
+// store); requests keep the snapshot they started with.
 struct Snapshot {
   config::Config config;
-  std::unique_ptr<Limiter> limiter;
+  std::vector<std::unique_ptr<Limiter>> limiters;
+  std::vector<RuleCounters*> rule_counters;  // the metrics of each rule, by index
+
+  const std::vector<Rule>& rules() const { return limiters.front()->rules(); }
 };
 
 class Gateway {
  public:
+  // `stores` holds each event loop's store (the same one for all, or one connection each);
   // `ready` says whether the store can be reached now, for /readyz.
-  Gateway(std::shared_ptr<Store> store, std::function<bool()> ready);
+  Gateway(std::vector<std::shared_ptr<Store>> stores, std::function<bool()> ready);
 
-  // Builds a limiter for `config` and puts both in force; on error nothing changes.
+  // Builds the limiters for `config` and puts them in force; on error nothing changes.
   Status Apply(config::Config config);
 
   std::shared_ptr<const Snapshot> Current() const;
 
-  // Where allowed requests go; needed before HandleProxy is used.
-  void SetUpstream(std::unique_ptr<UpstreamPool> upstream) { upstream_ = std::move(upstream); }
+  // Where allowed requests go, a pool per event loop; needed before HandleProxy is used.
+  void SetUpstreams(std::vector<std::unique_ptr<UpstreamPool>> upstreams) {
+    upstreams_ = std::move(upstreams);
+  }
 
-  // The reverse proxy: checks every request, then forwards it or answers 429.
-  asio::awaitable<HttpResponse> HandleProxy(HttpRequest request, asio::ip::address peer);
+  // The reverse proxy: checks every request, then forwards it or answers 429. `loop` is the
+  // event loop the request runs on.
+  asio::awaitable<HttpResponse> HandleProxy(HttpRequest request, asio::ip::address peer,
+                                            size_t loop);
 
   // POST /v1/check (JSON) and /v1/auth (nginx auth_request).
-  asio::awaitable<HttpResponse> HandleCheck(HttpRequest request, asio::ip::address peer);
+  asio::awaitable<HttpResponse> HandleCheck(HttpRequest request, asio::ip::address peer,
+                                            size_t loop);
 
   // /healthz, /readyz, /metrics.
-  asio::awaitable<HttpResponse> HandleAdmin(HttpRequest request, asio::ip::address peer);
+  asio::awaitable<HttpResponse> HandleAdmin(HttpRequest request, asio::ip::address peer,
+                                            size_t loop);
 
   Metrics& metrics() { return metrics_; }
 
@@ -52,22 +63,22 @@ class Gateway {
 
  private:
   // Checks `request` with the snapshot's limiter and records it in the metrics.
-  asio::awaitable<Decision> Decide(const Snapshot& snapshot, const Request& request);
+  asio::awaitable<Decision> Decide(const Snapshot& snapshot, const Request& request, size_t loop);
 
   void LogShadowRejections(const Decision& decision, const std::vector<Rule>& rules);
 
-  asio::awaitable<HttpResponse> CheckJson(const HttpRequest& request);
+  asio::awaitable<HttpResponse> CheckJson(const HttpRequest& request, size_t loop);
   asio::awaitable<HttpResponse> CheckAuthRequest(const HttpRequest& request,
-                                                 const asio::ip::address& peer);
+                                                 const asio::ip::address& peer, size_t loop);
 
   // The attributes of an HTTP request, by the snapshot's configuration.
   static Request Attributes(const Snapshot& snapshot, const HttpRequest& request,
                             const asio::ip::address& peer, std::string_view method,
                             std::string_view path);
 
-  std::shared_ptr<Store> store_;
+  std::vector<std::shared_ptr<Store>> stores_;
   std::function<bool()> ready_;
-  std::unique_ptr<UpstreamPool> upstream_;
+  std::vector<std::unique_ptr<UpstreamPool>> upstreams_;
   mutable std::mutex mutex_;
   std::shared_ptr<const Snapshot> current_;
   std::function<std::vector<std::pair<std::string, double>>()> gauges_;

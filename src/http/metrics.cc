@@ -26,51 +26,81 @@ void LatencyHistogram::Render(const std::string& name, std::string& out) const {
   out += fmt::format("{}_count {}\n", name, count_.load());
 }
 
-void Metrics::Count(const std::string& series) {
-  std::lock_guard lock(mutex_);
-  ++counters_[series];
+namespace {
+
+uint64_t Get(const std::atomic<uint64_t>& counter) {
+  return counter.load(std::memory_order_relaxed);
 }
 
-void Metrics::RecordDecision(const Decision& decision, const std::vector<Rule>& rules,
+void Add(std::atomic<uint64_t>& counter) { counter.fetch_add(1, std::memory_order_relaxed); }
+
+void RenderFamily(std::string& out, const std::string& family,
+                  const std::vector<std::pair<std::string, uint64_t>>& series) {
+  out += fmt::format("# TYPE {} counter\n", family);
+  for (const auto& [labels, value] : series) {
+    out += labels.empty() ? fmt::format("{} {}\n", family, value)
+                          : fmt::format("{}{{{}}} {}\n", family, labels, value);
+  }
+}
+
+}  // namespace
+
+RuleCounters* Metrics::ForRule(const std::string& name) {
+  std::lock_guard lock(rules_mutex_);
+  std::unique_ptr<RuleCounters>& counters = rules_[name];
+  if (!counters) counters = std::make_unique<RuleCounters>();
+  return counters.get();
+}
+
+void Metrics::RecordDecision(const Decision& decision, const std::vector<RuleCounters*>& rules,
                              double seconds) {
   check_latency_.Observe(seconds);
-  Count(fmt::format("sluice_requests_total{{decision=\"{}\"}}",
-                    decision.allowed ? "allowed" : "rejected"));
+  Add(decision.allowed ? requests_allowed_ : requests_rejected_);
   if (!decision.checked) {
     if (decision.error.code() == StatusCode::kInvalidArgument) {
-      Count("sluice_invalid_requests_total");
+      Add(invalid_requests_);
     } else {
-      Count("sluice_store_errors_total");
-      Count(fmt::format("sluice_failure_policy_total{{decision=\"{}\"}}",
-                        decision.allowed ? "allowed" : "rejected"));
+      Add(store_errors_);
+      Add(decision.allowed ? failure_allowed_ : failure_rejected_);
     }
   }
   for (const RuleVerdict& v : decision.verdicts) {
-    const std::string& rule = rules[v.rule].name;
-    Count(fmt::format("sluice_checks_total{{rule=\"{}\",outcome=\"{}\"}}", rule,
-                      v.allowed ? "allowed" : "rejected"));
-    if (v.shadow && !v.allowed)
-      Count(fmt::format("sluice_shadow_rejections_total{{rule=\"{}\"}}", rule));
+    RuleCounters& rule = *rules[v.rule];
+    Add(v.allowed ? rule.allowed : rule.rejected);
+    if (v.shadow && !v.allowed) Add(rule.shadow_rejections);
   }
 }
 
 void Metrics::RecordUpstream(bool ok, double seconds) {
   upstream_latency_.Observe(seconds);
-  if (!ok) Count("sluice_upstream_errors_total");
+  if (!ok) Add(upstream_errors_);
 }
 
 std::string Metrics::Render(const std::vector<std::pair<std::string, double>>& gauges) const {
   std::string out;
+  RenderFamily(out, "sluice_requests_total",
+               {{R"(decision="allowed")", Get(requests_allowed_)},
+                {R"(decision="rejected")", Get(requests_rejected_)}});
+  RenderFamily(out, "sluice_invalid_requests_total", {{"", Get(invalid_requests_)}});
+  RenderFamily(out, "sluice_store_errors_total", {{"", Get(store_errors_)}});
+  RenderFamily(out, "sluice_failure_policy_total",
+               {{R"(decision="allowed")", Get(failure_allowed_)},
+                {R"(decision="rejected")", Get(failure_rejected_)}});
+  RenderFamily(out, "sluice_upstream_errors_total", {{"", Get(upstream_errors_)}});
+  std::vector<std::pair<std::string, uint64_t>> checks;
+  std::vector<std::pair<std::string, uint64_t>> shadow;
   {
-    std::lock_guard lock(mutex_);
-    std::string last_family;
-    for (const auto& [series, count] : counters_) {
-      const std::string family = series.substr(0, series.find('{'));
-      if (family != last_family) out += fmt::format("# TYPE {} counter\n", family);
-      last_family = family;
-      out += fmt::format("{} {}\n", series, count);
+    std::lock_guard lock(rules_mutex_);
+    for (const auto& [name, counters] : rules_) {
+      checks.emplace_back(fmt::format(R"(rule="{}",outcome="allowed")", name),
+                          Get(counters->allowed));
+      checks.emplace_back(fmt::format(R"(rule="{}",outcome="rejected")", name),
+                          Get(counters->rejected));
+      shadow.emplace_back(fmt::format(R"(rule="{}")", name), Get(counters->shadow_rejections));
     }
   }
+  RenderFamily(out, "sluice_checks_total", checks);
+  RenderFamily(out, "sluice_shadow_rejections_total", shadow);
   check_latency_.Render("sluice_check_duration_seconds", out);
   upstream_latency_.Render("sluice_upstream_duration_seconds", out);
   for (const auto& [name, value] : gauges)

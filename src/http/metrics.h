@@ -1,11 +1,13 @@
-// Counters and histograms of a running gateway, rendered in Prometheus's text format.
+// Counters and histograms of a running gateway, rendered in Prometheus's text format. Recording
+// takes no lock: every counter is an atomic found before the request (a rule's counters when
+// its configuration is applied).
 #pragma once
 
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -31,12 +33,25 @@ class LatencyHistogram {
   std::atomic<uint64_t> sum_micros_{0};
 };
 
+// The counters of one rule, kept across reloads for as long as the process runs.
+struct RuleCounters {
+  std::atomic<uint64_t> allowed{0};
+  std::atomic<uint64_t> rejected{0};
+  std::atomic<uint64_t> shadow_rejections{0};
+};
+
 // Everything /metrics reports. Thread-safe.
 class Metrics {
  public:
+  // The counters of the rule named `name`, made on first use. The pointer stays valid as long
+  // as the metrics do.
+  RuleCounters* ForRule(const std::string& name);
+
   // Counts a decision: per rule and outcome, shadow rejections, failure-policy decisions, store
-  // errors and invalid requests; `seconds` is how long the check took.
-  void RecordDecision(const Decision& decision, const std::vector<Rule>& rules, double seconds);
+  // errors and invalid requests; `rules[i]` counts the limiter's rule i; `seconds` is how long
+  // the check took.
+  void RecordDecision(const Decision& decision, const std::vector<RuleCounters*>& rules,
+                      double seconds);
 
   void RecordUpstream(bool ok, double seconds);
 
@@ -44,12 +59,18 @@ class Metrics {
   std::string Render(const std::vector<std::pair<std::string, double>>& gauges) const;
 
  private:
-  void Count(const std::string& series);
-
-  mutable std::mutex mutex_;
-  std::map<std::string, uint64_t> counters_;  // full series name with labels -> count
+  std::atomic<uint64_t> requests_allowed_{0};
+  std::atomic<uint64_t> requests_rejected_{0};
+  std::atomic<uint64_t> invalid_requests_{0};
+  std::atomic<uint64_t> store_errors_{0};
+  std::atomic<uint64_t> failure_allowed_{0};
+  std::atomic<uint64_t> failure_rejected_{0};
+  std::atomic<uint64_t> upstream_errors_{0};
   LatencyHistogram check_latency_;
   LatencyHistogram upstream_latency_;
+
+  mutable std::mutex rules_mutex_;  // guards the map, not the counters
+  std::map<std::string, std::unique_ptr<RuleCounters>> rules_;
 };
 
 }  // namespace sluice::http

@@ -7,9 +7,9 @@ namespace sluice::http {
 namespace bhttp = beast::http;
 
 struct Server::State {
-  explicit State(asio::io_context& io) : io(io), acceptor(asio::make_strand(io)) {}
-  asio::io_context& io;
-  tcp::acceptor acceptor;  // on a strand of its own: accepting and closing never overlap
+  explicit State(EventLoops& loops) : loops(loops), acceptor(loops[0]) {}
+  EventLoops& loops;
+  tcp::acceptor acceptor;
   Handler handler;
   ServerLimits limits;
   std::atomic<bool> stopping{false};
@@ -62,7 +62,8 @@ struct InFlightGuard {
   InFlightGuard& operator=(const InFlightGuard&) = delete;
 };
 
-asio::awaitable<void> Session(tcp::socket socket, std::shared_ptr<Server::State> state) {
+asio::awaitable<void> Session(tcp::socket socket, size_t loop,
+                              std::shared_ptr<Server::State> state) {
   InFlightGuard connection(state->connections);
   beast::error_code ec;
   const asio::ip::address peer = socket.remote_endpoint(ec).address();
@@ -115,7 +116,7 @@ asio::awaitable<void> Session(tcp::socket socket, std::shared_ptr<Server::State>
     }
     HttpRequest request = parser.release();
     const bool keep_alive = request.keep_alive();
-    HttpResponse response = co_await state->handler(std::move(request), peer);
+    HttpResponse response = co_await state->handler(std::move(request), peer, loop);
     response.keep_alive(keep_alive && !state->stopping);
     stream.expires_after(state->limits.write_timeout);
     co_await bhttp::async_write(stream, response, asio::redirect_error(asio::use_awaitable, ec));
@@ -128,10 +129,9 @@ asio::awaitable<void> Accept(std::shared_ptr<Server::State> state) {
   tcp::acceptor& acceptor = state->acceptor;
   while (!state->stopping) {
     beast::error_code ec;
-    // Each connection gets a strand: its coroutine, its deadline timer and its upstream calls
-    // never run on two threads at once.
+    const size_t loop = state->loops.Next();
     tcp::socket socket = co_await acceptor.async_accept(
-        asio::make_strand(state->io), asio::redirect_error(asio::use_awaitable, ec));
+        state->loops[loop], asio::redirect_error(asio::use_awaitable, ec));
     if (ec == asio::error::operation_aborted || state->stopping) break;
     if (ec) continue;  // a connection that died before it was accepted, or out of descriptors
     if (state->connections.load() >= state->limits.max_connections) {
@@ -140,14 +140,14 @@ asio::awaitable<void> Accept(std::shared_ptr<Server::State> state) {
     }
     socket.set_option(tcp::no_delay(true), ec);
     auto executor = socket.get_executor();
-    asio::co_spawn(executor, Session(std::move(socket), state), asio::detached);
+    asio::co_spawn(executor, Session(std::move(socket), loop, state), asio::detached);
   }
 }
 
 }  // namespace
 
-Server::Server(asio::io_context& io, Handler handler, ServerLimits limits)
-    : state_(std::make_shared<State>(io)) {
+Server::Server(EventLoops& loops, Handler handler, ServerLimits limits)
+    : state_(std::make_shared<State>(loops)) {
   state_->handler = std::move(handler);
   state_->limits = limits;
 }

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "config/network.h"
+#include "http/event_loops.h"
 #include "sluice/status.h"
 
 namespace sluice::http {
@@ -24,9 +25,10 @@ using tcp = asio::ip::tcp;
 using HttpRequest = beast::http::request<beast::http::string_body>;
 using HttpResponse = beast::http::response<beast::http::string_body>;
 
-// Answers one request; `peer` is the direct peer's address.
-using Handler =
-    std::function<asio::awaitable<HttpResponse>(HttpRequest request, asio::ip::address peer)>;
+// Answers one request; `peer` is the direct peer's address, `loop` the index of the event loop
+// the connection lives on (and the handler runs on).
+using Handler = std::function<asio::awaitable<HttpResponse>(HttpRequest request,
+                                                            asio::ip::address peer, size_t loop)>;
 
 struct ServerLimits {
   size_t max_header_bytes = size_t{16} * 1024;
@@ -37,12 +39,14 @@ struct ServerLimits {
   size_t max_connections = 4096;  // connections past this are closed at once
 };
 
-// Listens on one endpoint and serves each connection with `handler`. Malformed requests get
-// 400, oversized headers 431, oversized bodies 413, and the connection is closed after each of
-// them; a client too slow to send its request within the header timeout is disconnected.
+// Listens on one endpoint and serves each connection with `handler`, on the event loops in turn.
+// Malformed requests get 400, oversized headers 431, oversized bodies 413, and the connection is
+// closed after each of them; a client too slow to send its request within the header timeout is
+// disconnected.
 class Server {
  public:
-  Server(asio::io_context& io, Handler handler, ServerLimits limits);
+  // Accepts on the first loop; `loops` must outlive the server's connections.
+  Server(EventLoops& loops, Handler handler, ServerLimits limits);
   ~Server();
 
   // Binds and starts accepting; fails when the address cannot be bound.

@@ -66,47 +66,30 @@ void PrepareClientResponse(HttpResponse& response, bool head) {
   if (!head) response.prepare_payload();  // a HEAD answer keeps the upstream's Content-Length
 }
 
-UpstreamPool::UpstreamPool(asio::io_context& io, config::UpstreamConfig config)
-    : io_(io), config_(std::move(config)) {}
+UpstreamPool::UpstreamPool(asio::io_context& io, config::UpstreamConfig config, size_t idle_max)
+    : io_(io), config_(std::move(config)), idle_max_(idle_max) {}
 
-size_t UpstreamPool::Idle() const {
-  std::lock_guard lock(mutex_);
-  return idle_.size();
-}
+size_t UpstreamPool::Idle() const { return idle_.size(); }
 
-UpstreamPool::Stream UpstreamPool::TakeIdle(const asio::any_io_executor& executor) {
-  Stream stream;
-  {
-    std::lock_guard lock(mutex_);
-    if (idle_.empty()) return nullptr;
-    stream = std::move(idle_.back());
-    idle_.pop_back();
-  }
-  // The connection moves to the taking session's strand, so that its deadline timer and the
-  // session's coroutine never run on two threads at once.
-  beast::error_code ec;
-  tcp::socket& socket = stream->socket();
-  const tcp::endpoint local = socket.local_endpoint(ec);
-  if (ec) return nullptr;
-  const auto handle = socket.release(ec);
-  if (ec) return nullptr;
-  return std::make_unique<beast::tcp_stream>(tcp::socket(executor, local.protocol(), handle));
+UpstreamPool::Stream UpstreamPool::TakeIdle() {
+  if (idle_.empty()) return nullptr;
+  Stream stream = std::move(idle_.back());
+  idle_.pop_back();
+  return stream;
 }
 
 void UpstreamPool::GiveBack(Stream stream) {
   stream->expires_never();  // an idle connection's old deadline must not close it in the pool
-  std::lock_guard lock(mutex_);
-  if (idle_.size() < config_.pool) idle_.push_back(std::move(stream));
+  if (idle_.size() < idle_max_) idle_.push_back(std::move(stream));
 }
 
 asio::awaitable<UpstreamPool::Stream> UpstreamPool::Connect(beast::error_code& ec) {
-  const auto executor = co_await asio::this_coro::executor;
-  tcp::resolver resolver(executor);
+  tcp::resolver resolver(io_);
   auto endpoints =
       co_await resolver.async_resolve(config_.address.host, std::to_string(config_.address.port),
                                       asio::redirect_error(asio::use_awaitable, ec));
   if (ec) co_return nullptr;
-  auto stream = std::make_unique<beast::tcp_stream>(executor);
+  auto stream = std::make_unique<beast::tcp_stream>(io_);
   stream->expires_after(config_.connect_timeout);
   co_await stream->async_connect(endpoints, asio::redirect_error(asio::use_awaitable, ec));
   if (ec) co_return nullptr;
@@ -125,7 +108,7 @@ asio::awaitable<beast::error_code> UpstreamPool::Exchange(beast::tcp_stream& str
   beast::flat_buffer buffer;
   for (;;) {
     bhttp::response_parser<bhttp::string_body> parser;
-    parser.body_limit(kMaxResponseBytes);
+    parser.body_limit(config_.max_response_bytes);
     if (request.method() == bhttp::verb::head) parser.skip(true);
     co_await bhttp::async_read(stream, buffer, parser,
                                asio::redirect_error(asio::use_awaitable, ec));
@@ -147,7 +130,7 @@ asio::awaitable<HttpResponse> UpstreamPool::Forward(HttpRequest request) {
   // Pooled connections that turn out dead are dropped one by one; a new one ends the loop.
   for (;;) {
     beast::error_code ec;
-    Stream stream = TakeIdle(co_await asio::this_coro::executor);
+    Stream stream = TakeIdle();
     const bool reused = stream != nullptr;
     if (!stream) {
       stream = co_await Connect(ec);

@@ -5,7 +5,6 @@
 #include <utility>  // before asio: Boost 1.74's coroutine support needs it first
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,18 +14,16 @@
 
 namespace sluice::http {
 
-// The largest upstream response body relayed; larger ones become 502.
-inline constexpr size_t kMaxResponseBytes = size_t{64} * 1024 * 1024;
-
-// Connections to the upstream. Idle ones are kept (up to the pool size) and reused.
+// Connections to the upstream from one event loop. Idle ones are kept (up to `idle_max`) and
+// reused. Not thread-safe: only the loop's own thread uses it.
 class UpstreamPool {
  public:
-  UpstreamPool(asio::io_context& io, config::UpstreamConfig config);
+  UpstreamPool(asio::io_context& io, config::UpstreamConfig config, size_t idle_max);
 
   // Sends `request` and returns the upstream's response, or 502 (cannot connect, broken
-  // response) or 504 (no answer within the timeout). For idempotent methods, a pooled
-  // connection that turns out to be closed is dropped and the request tried on the next one,
-  // or on a new connection.
+  // response, a body over max_response_bytes) or 504 (no answer within the timeout). For idempotent
+  // methods, a pooled connection that turns out to be closed is dropped and the request tried on
+  // the next one, or on a new connection.
   asio::awaitable<HttpResponse> Forward(HttpRequest request);
 
   size_t Idle() const;
@@ -36,12 +33,12 @@ class UpstreamPool {
                                               HttpResponse& response);
   using Stream = std::unique_ptr<beast::tcp_stream>;
   asio::awaitable<Stream> Connect(beast::error_code& ec);
-  Stream TakeIdle(const asio::any_io_executor& executor);
+  Stream TakeIdle();
   void GiveBack(Stream stream);
 
   asio::io_context& io_;
   const config::UpstreamConfig config_;
-  mutable std::mutex mutex_;
+  const size_t idle_max_;
   std::vector<Stream> idle_;
 };
 

@@ -62,6 +62,17 @@ TEST(ConfigTest, DefaultsForAMinimalFile) {
   EXPECT_GE(c->threads, 1u);
 }
 
+TEST(ConfigTest, ConnectionAndResponseLimits) {
+  Result<Config> c = ParseConfig(
+      "max_connections: 100\n"
+      "upstream: {address: 127.0.0.1:9000, max_response_bytes: 1024}\n"
+      "rules: []\n",
+      "limits.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->max_connections, 100u);
+  EXPECT_EQ(c->upstream.max_response_bytes, 1024u);
+}
+
 struct BadConfig {
   const char* name;
   const char* yaml;
@@ -125,6 +136,8 @@ INSTANTIATE_TEST_SUITE_P(
                   "upstream: {address: a:1}\nrules:\n  - {name: r, key: ip, capacity: "
                   "99999999999999999999, period: 1s}\n",
                   "rules[0].capacity: must be a whole number"},
+        BadConfig{"ZeroConnections", "max_connections: 0\nupstream: {address: a:1}\nrules: []\n",
+                  "bad.yaml:1: max_connections: must be between 1"},
         BadConfig{"ShadowNotBool",
                   "upstream: {address: a:1}\nrules:\n  - {name: r, key: ip, capacity: 5, period: "
                   "1s, shadow: maybe}\n",

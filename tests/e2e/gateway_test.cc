@@ -158,6 +158,13 @@ TEST(GatewayE2eTest, SighupReloadsAGoodFileAndKeepsTheOldOneOnABadFile) {
   // The old limit of 5 is still in force.
   for (int i = 0; i < 5; ++i) EXPECT_EQ(gateway.Get("/", {{"X-Api-Key", "b"}}).status, 200);
   EXPECT_EQ(gateway.Get("/", {{"X-Api-Key", "b"}}).status, 429);
+  // A valid file that changes what the running servers were built with is refused whole.
+  gateway.Write(upstream.port(),
+                "max_body_bytes: 100\n"
+                "rules:\n  - {name: per-key, key: key, capacity: 7, period: 1h}\n");
+  gateway.process().Signal(SIGHUP);
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_EQ(gateway.Get("/", {{"X-Api-Key", "d"}}).Header("x-ratelimit-limit"), "5");
 }
 
 TEST(GatewayE2eTest, SigtermDrainsRequestsInFlight) {

@@ -10,12 +10,14 @@
 #include <thread>
 
 #include "sluice/limiter.h"
+#include "support/apply_blocking.h"
 #include "support/redis_server.h"
 
 namespace sluice {
 namespace {
 
 using std::chrono::milliseconds;
+using testing::ApplyBlocking;
 using testing::RedisClient;
 using testing::RedisServer;
 
@@ -35,12 +37,6 @@ std::shared_ptr<RedisStore> Connect(RedisOptions options) {
   auto store = std::make_shared<RedisStore>(options);
   EXPECT_TRUE(store->WaitReady(std::chrono::seconds(5)));
   return store;
-}
-
-Result<std::vector<BucketReply>> ApplyBlocking(Store& store, std::vector<BucketOp> ops) {
-  std::promise<Result<std::vector<BucketReply>>> promise;
-  store.Apply(std::move(ops), [&](auto r) { promise.set_value(std::move(r)); });
-  return promise.get_future().get();
 }
 
 // Waits until a check is decided by the store itself again, or gives up after `limit`.

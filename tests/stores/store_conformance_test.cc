@@ -1,5 +1,5 @@
-// One behavioural suite for buckets and decisions, run on every store: the in-process store and
-// a real redis-server in both script modes must decide alike.
+// One behavioural suite for buckets and decisions, run on every store: the in-process store, a
+// real redis-server in both script modes and a real Redis Cluster must decide alike.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -8,21 +8,25 @@
 #include <memory>
 #include <thread>
 
+#include "sluice/cluster_store.h"
 #include "sluice/limiter.h"
 #include "sluice/memory_store.h"
 #include "sluice/redis_store.h"
+#include "support/apply_blocking.h"
+#include "support/redis_cluster.h"
 #include "support/redis_server.h"
 
 namespace sluice {
 namespace {
 
+using testing::RedisCluster;
 using testing::RedisServer;
 
 struct StoreKind {
   const char* name;
-  bool needs_redis;
-  // Makes a store; `server` is a running redis-server when the kind needs one.
-  std::function<std::shared_ptr<Store>(RedisServer* server)> make;
+  enum class Needs { kNothing, kServer, kCluster } needs;
+  // Makes a store on what it needs: a new redis-server, or the suite's cluster, emptied.
+  std::function<std::shared_ptr<Store>(RedisServer* server, RedisCluster* cluster)> make;
 };
 
 // Names the store in test output instead of dumping the struct's bytes.
@@ -36,11 +40,28 @@ std::shared_ptr<Store> MakeRedis(RedisServer* server, ScriptMode mode) {
   return store;
 }
 
+std::shared_ptr<Store> MakeCluster(RedisCluster* cluster, ScriptMode mode) {
+  ClusterOptions options = cluster->Options();
+  options.mode = mode;
+  auto store = std::make_shared<ClusterStore>(options);
+  EXPECT_TRUE(store->WaitReady(std::chrono::seconds(5)));
+  return store;
+}
+
+// One cluster (three primaries, no replicas) for all the suite's tests, emptied before each.
+RedisCluster* SharedCluster() {
+  static RedisCluster cluster(3, 0);
+  for (uint16_t port : cluster.ports()) cluster.Client(port)->Command({"FLUSHALL"});
+  return &cluster;
+}
+
 class StoreConformanceTest : public ::testing::TestWithParam<StoreKind> {
  protected:
   void SetUp() override {
-    if (GetParam().needs_redis) server_ = std::make_unique<RedisServer>();
-    store_ = GetParam().make(server_.get());
+    using Needs = StoreKind::Needs;
+    if (GetParam().needs == Needs::kServer) server_ = std::make_unique<RedisServer>();
+    RedisCluster* cluster = GetParam().needs == Needs::kCluster ? SharedCluster() : nullptr;
+    store_ = GetParam().make(server_.get(), cluster);
   }
 
   std::unique_ptr<Limiter> MakeLimiter(std::vector<Rule> rules,
@@ -54,9 +75,7 @@ class StoreConformanceTest : public ::testing::TestWithParam<StoreKind> {
 
   // Tokens left in a bucket, looked at with a cost of 0.
   int64_t Remaining(const std::string& key, Limit limit) {
-    std::promise<Result<std::vector<BucketReply>>> promise;
-    store_->Apply({{key, limit, 0}}, [&](auto r) { promise.set_value(std::move(r)); });
-    auto replies = promise.get_future().get();
+    auto replies = testing::ApplyBlocking(*store_, {{key, limit, 0}});
     EXPECT_TRUE(replies.ok()) << replies.status().ToString();
     return replies.ok() ? replies->front().remaining : -1;
   }
@@ -224,15 +243,28 @@ TEST_P(StoreConformanceTest, ManyThreadsAdmitExactlyTheCapacity) {
   EXPECT_EQ(admitted.load(), 100);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Stores, StoreConformanceTest,
-    ::testing::Values(
-        StoreKind{"Memory", false, [](RedisServer*) { return std::make_shared<MemoryStore>(); }},
-        StoreKind{"RedisEvalsha", true,
-                  [](RedisServer* s) { return MakeRedis(s, ScriptMode::kEvalsha); }},
-        StoreKind{"RedisFunction", true,
-                  [](RedisServer* s) { return MakeRedis(s, ScriptMode::kFunction); }}),
-    [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Stores, StoreConformanceTest,
+                         ::testing::Values(StoreKind{"Memory", StoreKind::Needs::kNothing,
+                                                     [](RedisServer*, RedisCluster*) {
+                                                       return std::make_shared<MemoryStore>();
+                                                     }},
+                                           StoreKind{"RedisEvalsha", StoreKind::Needs::kServer,
+                                                     [](RedisServer* s, RedisCluster*) {
+                                                       return MakeRedis(s, ScriptMode::kEvalsha);
+                                                     }},
+                                           StoreKind{"RedisFunction", StoreKind::Needs::kServer,
+                                                     [](RedisServer* s, RedisCluster*) {
+                                                       return MakeRedis(s, ScriptMode::kFunction);
+                                                     }},
+                                           StoreKind{"ClusterEvalsha", StoreKind::Needs::kCluster,
+                                                     [](RedisServer*, RedisCluster* c) {
+                                                       return MakeCluster(c, ScriptMode::kEvalsha);
+                                                     }},
+                                           StoreKind{"ClusterFunction", StoreKind::Needs::kCluster,
+                                                     [](RedisServer*, RedisCluster* c) {
+                                                       return MakeCluster(c, ScriptMode::kFunction);
+                                                     }}),
+                         [](const auto& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace sluice

@@ -11,6 +11,8 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <optional>
+#include <queue>
 #include <random>
 #include <thread>
 
@@ -82,28 +84,37 @@ std::string TokenBucketFunctionLibrary() {
 // readers of atomics runs on that thread, so the connection's state needs no lock.
 class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
  public:
-  explicit Connection(RedisOptions options)
+  // Runs on `external` when given (its runner's thread), else on an io_context and thread of its
+  // own.
+  Connection(RedisOptions options, asio::io_context* external)
       : options_(std::move(options)),
+        own_io_(external != nullptr ? nullptr : std::make_unique<asio::io_context>(1)),
+        io_(external != nullptr ? *external : *own_io_),
         socket_(io_),
         resolver_(io_),
         connect_timer_(io_),
         reconnect_timer_(io_),
         deadline_timer_(io_),
-        work_(asio::make_work_guard(io_)),
         rng_(std::random_device{}()) {
     last_error_ = "connecting to " + Address();
   }
 
-  // Starts the thread, which keeps the connection alive until its io_context runs dry.
+  // Begins connecting, and starts the connection's own thread if it has one. Every handler
+  // holds a reference, so the connection lives until its last operation has finished.
   void Start() {
-    asio::post(io_, [this] { Connect(); });
-    thread_ = std::thread([self = shared_from_this()] { self->io_.run(); });
+    asio::post(io_, [self = shared_from_this()] { self->Connect(); });
+    if (own_io_) {
+      work_.emplace(own_io_->get_executor());
+      thread_ = std::thread([self = shared_from_this()] { self->io_.run(); });
+    }
   }
 
-  // Fails what is pending and ends the thread. Callable from any thread, the connection's own
-  // included: a callback may hold the last reference to the store.
+  // Fails what is pending. Callable from any thread, the connection's own included: a callback
+  // may hold the last reference to the store. The own thread, if any, ends; on an external
+  // io_context, the shutdown runs there (or never, when that loop has stopped for good).
   void Stop() {
-    asio::post(io_, [this] { Shutdown(); });
+    asio::post(io_, [self = shared_from_this()] { self->Shutdown(); });
+    if (!own_io_) return;
     work_.reset();
     if (std::this_thread::get_id() == thread_.get_id()) {
       thread_.detach();
@@ -112,20 +123,26 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     }
   }
 
-  void Submit(std::vector<BucketOp> ops, StoreCallback done) {
+  void Submit(std::vector<BucketOp> ops, const RedisCall& call, StoreCallback done) {
     if (ops.empty()) return done(std::vector<BucketReply>{});
     if (Status s = ValidateBucketOps(ops); !s.ok()) return done(s);
     auto check = std::make_shared<Check>();
     check->ops = std::move(ops);
     check->done = std::move(done);
+    check->asking = call.asking;
     check->deadline = Clock::now() + options_.timeout;
+    if (call.deadline) check->deadline = std::min(check->deadline, *call.deadline);
+    for (const BucketOp& op : check->ops) {
+      check->wait.replicas = std::max(check->wait.replicas, op.wait.replicas);
+      check->wait.timeout_ms = std::max(check->wait.timeout_ms, op.wait.timeout_ms);
+    }
     {
       std::lock_guard lock(submit_mutex_);
       if (!stopped_) {
         submitted_.push_back(std::move(check));
         if (!drain_posted_) {
           drain_posted_ = true;
-          asio::post(io_, [this] { DrainSubmitted(); });
+          asio::post(io_, [self = shared_from_this()] { self->DrainSubmitted(); });
         }
         return;
       }
@@ -142,7 +159,8 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
 
   RedisStoreStats Stats() const {
     auto get = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-    return {get(connects_), get(script_loads_), get(commands_), get(writes_), get(timeouts_)};
+    return {get(connects_), get(script_loads_), get(commands_),
+            get(writes_),   get(timeouts_),     get(short_waits_)};
   }
 
  private:
@@ -150,7 +168,10 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   struct Check {
     std::vector<BucketOp> ops;
     StoreCallback done;
-    int resends = 0;  // after NOSCRIPT
+    bool asking = false;
+    ReplicaWait wait;                                 // the most any op asks for
+    std::optional<std::vector<BucketReply>> replies;  // the script's, while WAIT is pending
+    int resends = 0;                                  // after NOSCRIPT
     Clock::time_point deadline;
     bool finished = false;
 
@@ -164,8 +185,15 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
 
   // A command written and not yet answered. Replies arrive in the order commands were written.
   struct Pending {
-    enum class Kind { kHandshake, kLoad, kBucket } kind;
-    CheckPtr check;  // for kBucket
+    enum class Kind { kHandshake, kLoad, kAsking, kBucket, kWait } kind;
+    CheckPtr check;  // for kBucket and kWait
+  };
+
+  // The soonest deadline on top.
+  struct LaterDeadline {
+    bool operator()(const CheckPtr& a, const CheckPtr& b) const {
+      return a->deadline > b->deadline;
+    }
   };
 
   enum class State { kConnecting, kReady, kBackoff, kStopped };
@@ -177,23 +205,25 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   void Connect() {
     state_ = State::kConnecting;
     connect_timer_.expires_after(options_.connect_timeout);
-    connect_timer_.async_wait([this, gen = generation_](boost::system::error_code ec) {
-      if (!ec && gen == generation_ && state_ == State::kConnecting) {
-        Disconnect("timed out connecting to " + Address());
-      }
-    });
+    connect_timer_.async_wait(
+        [this, self = shared_from_this(), gen = generation_](boost::system::error_code ec) {
+          if (!ec && gen == generation_ && state_ == State::kConnecting) {
+            Disconnect("timed out connecting to " + Address());
+          }
+        });
     resolver_.async_resolve(
         options_.host, std::to_string(options_.port),
-        [this, gen = generation_](boost::system::error_code ec,
-                                  const tcp::resolver::results_type& hosts) {
+        [this, self = shared_from_this(), gen = generation_](
+            boost::system::error_code ec, const tcp::resolver::results_type& hosts) {
           if (gen != generation_ || state_ != State::kConnecting) return;
           if (ec) return Disconnect("cannot resolve " + options_.host + ": " + ec.message());
-          asio::async_connect(socket_, hosts,
-                              [this, gen](boost::system::error_code ec, const tcp::endpoint&) {
-                                if (gen != generation_ || state_ != State::kConnecting) return;
-                                if (ec) return Disconnect(Address() + ": " + ec.message());
-                                Handshake();
-                              });
+          asio::async_connect(
+              socket_, hosts,
+              [this, self, gen](boost::system::error_code ec, const tcp::endpoint&) {
+                if (gen != generation_ || state_ != State::kConnecting) return;
+                if (ec) return Disconnect(Address() + ": " + ec.message());
+                Handshake();
+              });
         });
   }
 
@@ -259,7 +289,7 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     FailAll(Status::Unavailable(last_error_));
     state_ = State::kBackoff;
     reconnect_timer_.expires_after(NextBackoff());
-    reconnect_timer_.async_wait([this](boost::system::error_code ec) {
+    reconnect_timer_.async_wait([this, self = shared_from_this()](boost::system::error_code ec) {
       if (!ec && state_ == State::kBackoff) Connect();
     });
   }
@@ -333,7 +363,7 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
           return check->Finish(Status::ResourceExhausted(
               "more than " + std::to_string(options_.max_in_flight) + " operations in flight"));
         }
-        deadlines_.push_back(check);
+        deadlines_.push(check);
         return Send(check);
       case State::kConnecting:
         if (waiting_ops_ + check->ops.size() > options_.max_in_flight) {
@@ -341,7 +371,7 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
               "more than " + std::to_string(options_.max_in_flight) + " operations waiting"));
         }
         waiting_ops_ += check->ops.size();
-        deadlines_.push_back(check);
+        deadlines_.push(check);
         waiting_.push_back(std::move(check));
         return;
       case State::kBackoff:
@@ -350,11 +380,16 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     }
   }
 
-  // One script call for all of a check's buckets: their keys, then four numbers for each.
+  // One script call for all of a check's buckets: their keys, then four numbers for each;
+  // ASKING before it and WAIT after it when the check asks for them.
   void Send(const CheckPtr& check) {
     if (check->finished) return;
     const std::vector<BucketOp>& ops = check->ops;
     redis::RespWriter out(out_);
+    if (check->asking) {
+      out.Write({"ASKING"});
+      pending_.push_back({Pending::Kind::kAsking, nullptr});
+    }
     out.Command(3 + 5 * ops.size());
     if (options_.mode == ScriptMode::kEvalsha) {
       out.Arg("EVALSHA").Arg(script_sha_);
@@ -369,6 +404,11 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     pending_.push_back({Pending::Kind::kBucket, check});
     ops_in_flight_ += ops.size();
     commands_.fetch_add(1, std::memory_order_relaxed);
+    if (check->wait.replicas > 0) {
+      out.Write(
+          {"WAIT", std::to_string(check->wait.replicas), std::to_string(check->wait.timeout_ms)});
+      pending_.push_back({Pending::Kind::kWait, check});
+    }
   }
 
   // Writes everything queued in one socket write; what queues meanwhile goes in the next one.
@@ -382,21 +422,22 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
       idle_since_write_ = false;
     }
     writes_.fetch_add(1, std::memory_order_relaxed);
-    asio::async_write(socket_, asio::buffer(writing_buffer_),
-                      [this, gen = generation_](boost::system::error_code ec, size_t) {
-                        if (gen != generation_) return;
-                        writing_ = false;
-                        if (ec) return Disconnect("writing to " + Address() + ": " + ec.message());
-                        Flush();
-                      });
+    asio::async_write(
+        socket_, asio::buffer(writing_buffer_),
+        [this, self = shared_from_this(), gen = generation_](boost::system::error_code ec, size_t) {
+          if (gen != generation_) return;
+          writing_ = false;
+          if (ec) return Disconnect("writing to " + Address() + ": " + ec.message());
+          Flush();
+        });
   }
 
   // --- Receiving ----------------------------------------------------------------------------
 
   void ReadMore() {
     socket_.async_read_some(
-        asio::buffer(read_buffer_),
-        [this, gen = generation_](boost::system::error_code ec, size_t n) {
+        asio::buffer(read_buffer_), [this, self = shared_from_this(), gen = generation_](
+                                        boost::system::error_code ec, size_t n) {
           if (gen != generation_) return;
           if (ec) {
             return Disconnect(ec == asio::error::eof
@@ -440,8 +481,12 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
       case Pending::Kind::kHandshake:
       case Pending::Kind::kLoad:
         return OnSetupReply(p, reply);
+      case Pending::Kind::kAsking:
+        return;  // an error here shows again, and is handled, in the call's own reply
       case Pending::Kind::kBucket:
         return OnBucketReply(p, reply);
+      case Pending::Kind::kWait:
+        return OnWaitReply(p, reply);
     }
   }
 
@@ -473,7 +518,23 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
       if (IsMissingCode(error)) return Resend(p.check, error);
       return check.Finish(Status::StoreError(std::string(error)));
     }
-    check.Finish(ParseBucketReplies(reply, check.ops.size()));
+    Result<std::vector<BucketReply>> replies = ParseBucketReplies(reply, check.ops.size());
+    if (replies.ok() && check.wait.replicas > 0) {
+      check.replies = std::move(replies).value();  // answered when WAIT is
+      return;
+    }
+    check.Finish(std::move(replies));
+  }
+
+  // The decision stands whatever WAIT says; a wait that ended short is only counted. A WAIT
+  // behind a call that got NOSCRIPT finds no replies and is ignored: the resent call has its own.
+  void OnWaitReply(const Pending& p, const redisReply& reply) {
+    Check& check = *p.check;
+    if (check.finished || !check.replies) return;
+    if (reply.type != REDIS_REPLY_INTEGER || reply.integer < check.wait.replicas) {
+      short_waits_.fetch_add(1, std::memory_order_relaxed);
+    }
+    check.Finish(std::move(*check.replies));
   }
 
   // The server lost the script: load it again (once for all the commands that noticed), then
@@ -491,14 +552,13 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
 
   // --- Deadlines ----------------------------------------------------------------------------
 
-  // One timer for every check: they share the timeout, so deadlines come in submission order.
-  // The timer is set for the soonest of the oldest check's deadline and the stall limit, and
-  // moved earlier when a check arrives whose deadline comes first.
+  // One timer for every check, set for the soonest of the soonest deadline and the stall limit,
+  // and moved earlier when a check arrives whose deadline comes first.
   void ArmDeadlineTimer() {
     if (state_ == State::kStopped) return;
-    while (!deadlines_.empty() && deadlines_.front()->finished) deadlines_.pop_front();
+    while (!deadlines_.empty() && deadlines_.top()->finished) deadlines_.pop();
     std::optional<Clock::time_point> next;
-    if (!deadlines_.empty()) next = deadlines_.front()->deadline;
+    if (!deadlines_.empty()) next = deadlines_.top()->deadline;
     if (!pending_.empty()) {
       auto stall = last_progress_ + StallLimit();
       next = next ? std::min(*next, stall) : stall;
@@ -507,21 +567,22 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     timer_armed_ = true;
     timer_expiry_ = *next;
     deadline_timer_.expires_at(*next);  // cancels an earlier wait, whose handler sees a new seq
-    deadline_timer_.async_wait([this, seq = ++timer_seq_](boost::system::error_code ec) {
-      if (seq != timer_seq_) return;
-      timer_armed_ = false;
-      if (ec || state_ == State::kStopped) return;
-      ExpireChecks();
-      ArmDeadlineTimer();
-    });
+    deadline_timer_.async_wait(
+        [this, self = shared_from_this(), seq = ++timer_seq_](boost::system::error_code ec) {
+          if (seq != timer_seq_) return;
+          timer_armed_ = false;
+          if (ec || state_ == State::kStopped) return;
+          ExpireChecks();
+          ArmDeadlineTimer();
+        });
   }
 
   void ExpireChecks() {
     const auto now = Clock::now();
     while (!deadlines_.empty() &&
-           (deadlines_.front()->finished || deadlines_.front()->deadline <= now)) {
-      CheckPtr check = std::move(deadlines_.front());
-      deadlines_.pop_front();
+           (deadlines_.top()->finished || deadlines_.top()->deadline <= now)) {
+      CheckPtr check = deadlines_.top();
+      deadlines_.pop();
       if (check->finished) continue;
       timeouts_.fetch_add(1, std::memory_order_relaxed);
       check->Finish(Status::DeadlineExceeded("no answer from " + Address() + " within " +
@@ -544,14 +605,15 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   const RedisOptions options_;
   const std::string function_library_ = TokenBucketFunctionLibrary();
 
-  asio::io_context io_;
+  std::unique_ptr<asio::io_context> own_io_;  // when not given one
+  asio::io_context& io_;
   tcp::socket socket_;
   tcp::resolver resolver_;
   asio::steady_timer connect_timer_;
   asio::steady_timer reconnect_timer_;
   asio::steady_timer deadline_timer_;
-  asio::executor_work_guard<asio::io_context::executor_type> work_;
-  std::thread thread_;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+  std::thread thread_;  // with an own io_context
 
   // Shared with submitting threads.
   std::mutex submit_mutex_;
@@ -568,6 +630,7 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   std::atomic<uint64_t> commands_{0};
   std::atomic<uint64_t> writes_{0};
   std::atomic<uint64_t> timeouts_{0};
+  std::atomic<uint64_t> short_waits_{0};
 
   // The connection's own thread only.
   State state_ = State::kConnecting;
@@ -580,9 +643,9 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   std::string writing_buffer_;  // the write in progress
   bool writing_ = false;
   std::deque<Pending> pending_;
-  std::deque<CheckPtr> waiting_;    // submitted while connecting
-  size_t waiting_ops_ = 0;          // their operations
-  std::deque<CheckPtr> deadlines_;  // unfinished checks, oldest first
+  std::deque<CheckPtr> waiting_;  // submitted while connecting
+  size_t waiting_ops_ = 0;        // their operations
+  std::priority_queue<CheckPtr, std::vector<CheckPtr>, LaterDeadline> deadlines_;
   size_t ops_in_flight_ = 0;
   bool reload_queued_ = false;
   bool timer_armed_ = false;
@@ -595,14 +658,23 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
 };
 
 RedisStore::RedisStore(RedisOptions options)
-    : connection_(std::make_shared<Connection>(std::move(options))) {
+    : connection_(std::make_shared<Connection>(std::move(options), nullptr)) {
+  connection_->Start();
+}
+
+RedisStore::RedisStore(RedisOptions options, asio::io_context& io)
+    : connection_(std::make_shared<Connection>(std::move(options), &io)) {
   connection_->Start();
 }
 
 RedisStore::~RedisStore() { connection_->Stop(); }
 
 void RedisStore::Apply(std::vector<BucketOp> ops, StoreCallback done) {
-  connection_->Submit(std::move(ops), std::move(done));
+  connection_->Submit(std::move(ops), {}, std::move(done));
+}
+
+void RedisStore::Apply(std::vector<BucketOp> ops, RedisCall call, StoreCallback done) {
+  connection_->Submit(std::move(ops), call, std::move(done));
 }
 
 bool RedisStore::Ready() const { return connection_->Ready(); }

@@ -1,0 +1,82 @@
+// Buckets in a Redis Cluster: every bucket in one hash slot, slots spread over primaries.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sluice/redis_store.h"
+#include "sluice/store.h"
+
+namespace sluice {
+
+struct ClusterOptions {
+  // Where to read the slot map first: any one node that answers is enough.
+  std::vector<std::pair<std::string, uint16_t>> seeds;
+  std::string username;  // an ACL user; empty for the default user
+  std::string password;  // empty for no AUTH
+  ScriptMode mode = ScriptMode::kEvalsha;
+  std::chrono::milliseconds connect_timeout{1000};
+  // A whole check, redirections and retries included; past it, kDeadlineExceeded (or the last
+  // error seen) and the failure policy.
+  std::chrono::milliseconds timeout{50};
+  size_t max_in_flight = 16384;  // per primary, as for one server
+  // The slot map is read again this often, and at once (but never more often than
+  // refresh_min_gap, doubling while reads fail) when a call is redirected or a node fails.
+  std::chrono::milliseconds refresh_interval{10'000};
+  std::chrono::milliseconds refresh_min_gap{100};
+  int max_redirects = 5;  // MOVED/ASK hops for one call before it fails
+
+  bool operator==(const ClusterOptions&) const = default;
+};
+
+// Parses "host:port" seed addresses.
+Result<std::pair<std::string, uint16_t>> ParseHostPort(std::string_view address);
+
+struct ClusterStoreStats {
+  uint64_t refreshes = 0;  // slot maps read
+  uint64_t moved = 0;      // MOVED redirections followed
+  uint64_t asked = 0;      // ASK redirections followed
+  uint64_t retries = 0;    // calls tried again after a transient error
+  size_t primaries = 0;    // primaries in the slot map now
+};
+
+// A Store on a Redis Cluster. A check's operations are split by slot, one script call per slot,
+// sent to every owning primary at once over its auto-pipelined connection (a RedisStore on the
+// same io_context), and answered together when the slowest has answered. MOVED updates the slot
+// map and retries at once; ASK sends ASKING and retries once at the named node; TRYAGAIN,
+// CLUSTERDOWN, LOADING, READONLY and lost connections ask for a new slot map and retry with
+// backoff within the check's timeout. Each primary loads the script or function when connected,
+// so a new primary after a failover gets it too, and NOSCRIPT is handled per node.
+class ClusterStore final : public Store {
+ public:
+  // Runs on a thread of its own.
+  explicit ClusterStore(ClusterOptions options);
+  // Runs on `io`, run by one thread (an event loop of the caller's), as RedisStore can.
+  ClusterStore(ClusterOptions options, boost::asio::io_context& io);
+  ~ClusterStore() override;
+
+  ClusterStore(const ClusterStore&) = delete;
+  ClusterStore& operator=(const ClusterStore&) = delete;
+
+  // One check. Operations whose keys share a slot go in one call; those in other slots in
+  // calls of their own. If any call fails for good, the check fails with its error.
+  void Apply(std::vector<BucketOp> ops, StoreCallback done) override;
+
+  // True when a slot map covers every slot and each of its primaries is connected.
+  bool Ready() const;
+  bool WaitReady(std::chrono::milliseconds timeout) const;
+
+  ClusterStoreStats Stats() const;
+
+  class Impl;  // shared with its handlers
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace sluice

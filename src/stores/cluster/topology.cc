@@ -1,0 +1,152 @@
+#include "topology.h"
+
+#include <charconv>
+#include <optional>
+#include <string_view>
+
+namespace sluice::cluster {
+
+namespace {
+
+std::string_view Text(const redisReply& r) { return {r.str, static_cast<size_t>(r.len)}; }
+
+bool IsText(const redisReply& r) {
+  return r.type == REDIS_REPLY_STRING || r.type == REDIS_REPLY_STATUS;
+}
+
+Status Malformed(std::string_view what) {
+  return Status::StoreError("malformed cluster topology: " + std::string(what));
+}
+
+std::optional<uint16_t> Number(const redisReply& r, long long max) {
+  long long value = -1;
+  if (r.type == REDIS_REPLY_INTEGER) {
+    value = r.integer;
+  } else if (IsText(r)) {
+    const std::string_view text = Text(r);
+    std::from_chars(text.data(), text.data() + text.size(), value);
+  }
+  if (value < 0 || value > max) return std::nullopt;
+  return static_cast<uint16_t>(value);
+}
+
+// The value under `name` in a RESP2 map, sent as a flat array of names and values.
+const redisReply* Field(const redisReply& map, std::string_view name) {
+  if (map.type != REDIS_REPLY_ARRAY) return nullptr;
+  for (size_t i = 0; i + 1 < map.elements; i += 2) {
+    if (IsText(*map.element[i]) && Text(*map.element[i]) == name) return map.element[i + 1];
+  }
+  return nullptr;
+}
+
+// The address clients should use: "endpoint", unless it is unknown ("?" or empty), then "ip".
+std::optional<std::string> NodeHost(const redisReply& node) {
+  for (const char* name : {"endpoint", "ip"}) {
+    const redisReply* value = Field(node, name);
+    if (value != nullptr && IsText(*value) && !Text(*value).empty() && Text(*value) != "?") {
+      return std::string(Text(*value));
+    }
+  }
+  return std::nullopt;
+}
+
+bool Is(const redisReply* value, std::string_view expected) {
+  return value != nullptr && IsText(*value) && Text(*value) == expected;
+}
+
+}  // namespace
+
+Result<std::vector<SlotRange>> ParseClusterShards(const redisReply& reply) {
+  if (reply.type != REDIS_REPLY_ARRAY) return Malformed("CLUSTER SHARDS is not an array");
+  std::vector<SlotRange> ranges;
+  for (size_t s = 0; s < reply.elements; ++s) {
+    const redisReply& shard = *reply.element[s];
+    const redisReply* slots = Field(shard, "slots");
+    const redisReply* nodes = Field(shard, "nodes");
+    if (slots == nullptr || nodes == nullptr || slots->type != REDIS_REPLY_ARRAY ||
+        nodes->type != REDIS_REPLY_ARRAY || slots->elements % 2 != 0) {
+      return Malformed("a shard without slots or nodes");
+    }
+    const redisReply* primary = nullptr;
+    for (size_t n = 0; n < nodes->elements; ++n) {
+      const redisReply& node = *nodes->element[n];
+      if (Is(Field(node, "role"), "master") && Is(Field(node, "health"), "online")) {
+        primary = &node;
+      }
+    }
+    if (primary == nullptr) continue;  // its slots have no one to serve them for now
+    const std::optional<std::string> host = NodeHost(*primary);
+    const redisReply* port_field = Field(*primary, "port");
+    const std::optional<uint16_t> port =
+        port_field != nullptr ? Number(*port_field, 65535) : std::nullopt;
+    if (!host || !port) return Malformed("a primary without an address");
+    for (size_t i = 0; i < slots->elements; i += 2) {
+      const auto first = Number(*slots->element[i], 16383);
+      const auto last = Number(*slots->element[i + 1], 16383);
+      if (!first || !last || *first > *last) return Malformed("a bad slot range");
+      ranges.push_back({*first, *last, *host, *port});
+    }
+  }
+  return ranges;
+}
+
+Result<std::vector<SlotRange>> ParseClusterSlots(const redisReply& reply) {
+  if (reply.type != REDIS_REPLY_ARRAY) return Malformed("CLUSTER SLOTS is not an array");
+  std::vector<SlotRange> ranges;
+  for (size_t i = 0; i < reply.elements; ++i) {
+    const redisReply& entry = *reply.element[i];
+    if (entry.type != REDIS_REPLY_ARRAY || entry.elements < 3 ||
+        entry.element[2]->type != REDIS_REPLY_ARRAY || entry.element[2]->elements < 2) {
+      return Malformed("a CLUSTER SLOTS entry without a primary");
+    }
+    const redisReply& primary = *entry.element[2];
+    const auto first = Number(*entry.element[0], 16383);
+    const auto last = Number(*entry.element[1], 16383);
+    const auto port = Number(*primary.element[1], 65535);
+    if (!first || !last || *first > *last || !IsText(*primary.element[0]) || !port) {
+      return Malformed("a bad CLUSTER SLOTS entry");
+    }
+    ranges.push_back({*first, *last, std::string(Text(*primary.element[0])), *port});
+  }
+  return ranges;
+}
+
+Result<Redirect> ParseRedirect(std::string_view error) {
+  Redirect redirect{};
+  if (error.starts_with("MOVED ")) {
+    redirect.kind = Redirect::Kind::kMoved;
+    error.remove_prefix(6);
+  } else if (error.starts_with("ASK ")) {
+    redirect.kind = Redirect::Kind::kAsk;
+    error.remove_prefix(4);
+  } else {
+    return Status::InvalidArgument("not a redirection");
+  }
+  const size_t space = error.find(' ');
+  const size_t colon = error.rfind(':');
+  if (space == std::string_view::npos || colon == std::string_view::npos || colon < space) {
+    return Status::InvalidArgument("malformed redirection");
+  }
+  unsigned slot = 0;
+  unsigned port = 0;
+  const auto slot_end = std::from_chars(error.data(), error.data() + space, slot);
+  const auto port_end =
+      std::from_chars(error.data() + colon + 1, error.data() + error.size(), port);
+  if (slot_end.ec != std::errc() || slot_end.ptr != error.data() + space || slot > 16383 ||
+      port_end.ec != std::errc() || port == 0 || port > 65535 || colon == space + 1) {
+    return Status::InvalidArgument("malformed redirection");
+  }
+  redirect.slot = static_cast<uint16_t>(slot);
+  redirect.port = static_cast<uint16_t>(port);
+  redirect.host = std::string(error.substr(space + 1, colon - space - 1));
+  return redirect;
+}
+
+bool IsTransientClusterError(std::string_view error) {
+  for (std::string_view prefix : {"TRYAGAIN", "CLUSTERDOWN", "LOADING", "READONLY", "MASTERDOWN"}) {
+    if (error.starts_with(prefix)) return true;
+  }
+  return false;
+}
+
+}  // namespace sluice::cluster

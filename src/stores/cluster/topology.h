@@ -1,0 +1,45 @@
+// A Redis Cluster's slot map, as its nodes describe it.
+#pragma once
+
+#include <hiredis/hiredis.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sluice/status.h"
+
+namespace sluice::cluster {
+
+// A range of slots and the primary that serves them.
+struct SlotRange {
+  uint16_t first = 0;
+  uint16_t last = 0;
+  std::string host;
+  uint16_t port = 0;
+
+  std::string Address() const { return host + ":" + std::to_string(port); }
+  bool operator==(const SlotRange&) const = default;
+};
+
+// The primaries' slot ranges from a reply to CLUSTER SHARDS (Redis 7: per shard, "slots" as
+// start/end pairs and "nodes" with role and health), keeping each shard's online master.
+Result<std::vector<SlotRange>> ParseClusterShards(const redisReply& reply);
+
+// The same from CLUSTER SLOTS (older servers): [start, end, [host, port, id], replicas...].
+Result<std::vector<SlotRange>> ParseClusterSlots(const redisReply& reply);
+
+// A redirection in an error reply: "MOVED 3999 127.0.0.1:6381" or "ASK 3999 127.0.0.1:6381".
+struct Redirect {
+  enum class Kind { kMoved, kAsk } kind;
+  uint16_t slot = 0;
+  std::string host;
+  uint16_t port = 0;
+};
+Result<Redirect> ParseRedirect(std::string_view error);
+
+// Whether an error reply says the cluster is changing and the call should be tried again once
+// the slot map is read anew: TRYAGAIN, CLUSTERDOWN, LOADING, READONLY, MASTERDOWN.
+bool IsTransientClusterError(std::string_view error);
+
+}  // namespace sluice::cluster

@@ -1,0 +1,315 @@
+// The cluster store against a real Redis Cluster (three primaries, each with a replica): the
+// slot function against the server's, exactness under races, lost scripts, resharding under
+// load, a failover and a shard down.
+#include "sluice/cluster_store.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "sluice/key_slot.h"
+#include "support/apply_blocking.h"
+#include "support/redis_cluster.h"
+
+namespace sluice {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::ApplyBlocking;
+using testing::RedisClient;
+using testing::RedisCluster;
+using testing::ReplyPtr;
+using Clock = std::chrono::steady_clock;
+
+// A bucket that refills over about eight years: a test's duration gives nothing back.
+Limit NoRefill(int64_t capacity) {
+  return {capacity, std::max<int64_t>(1, capacity / 3000), 86'400'000};
+}
+
+std::shared_ptr<ClusterStore> Connect(const ClusterOptions& options) {
+  auto store = std::make_shared<ClusterStore>(options);
+  EXPECT_TRUE(store->WaitReady(std::chrono::seconds(10)));
+  return store;
+}
+
+// `count` keys whose slots the primary on `port` serves.
+std::vector<std::string> KeysOn(const RedisCluster& cluster, uint16_t port, size_t count,
+                                const std::string& prefix) {
+  std::vector<std::string> keys;
+  for (int i = 0; keys.size() < count; ++i) {
+    std::string key = "rl:" + prefix + ":" + std::to_string(i);
+    if (cluster.PrimaryOf(KeySlot(key)) == port) keys.push_back(std::move(key));
+  }
+  return keys;
+}
+
+int64_t Remaining(Store& store, const std::string& key, Limit limit) {
+  auto replies = ApplyBlocking(store, {{key, limit, 0}});
+  EXPECT_TRUE(replies.ok()) << replies.status().ToString();
+  return replies.ok() ? replies->front().remaining : -1;
+}
+
+TEST(KeySlotAgainstRedisTest, TenThousandRandomKeysHashAsTheServerHashesThem) {
+  RedisCluster cluster(1, 0);
+  RedisClient client(cluster.ports().front());
+  std::mt19937 rng(20261202);
+  std::uniform_int_distribution<int> length(0, 40);
+  const std::string alphabet = "abcxyz019:{}{}{}-_ \x01\x7f\xff";
+  std::uniform_int_distribution<size_t> letter(0, alphabet.size() - 1);
+  for (int i = 0; i < 10'000; ++i) {
+    std::string key;
+    for (int n = length(rng); n > 0; --n) key.push_back(alphabet[letter(rng)]);
+    ASSERT_EQ(KeySlot(key), client.Integer({"CLUSTER", "KEYSLOT", key})) << "key " << key;
+  }
+}
+
+class ClusterStoreTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { cluster_ = new RedisCluster(3, 1); }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  static RedisCluster* cluster_;
+};
+RedisCluster* ClusterStoreTest::cluster_ = nullptr;
+
+TEST_F(ClusterStoreTest, RacingStoresAdmitExactlyWhatTheBucketsAllow) {
+  // Twelve buckets, four on each primary, and checks that touch two of them at once.
+  std::vector<std::string> keys;
+  for (uint16_t primary : cluster_->Primaries()) {
+    for (std::string& k : KeysOn(*cluster_, primary, 4, "race")) keys.push_back(std::move(k));
+  }
+  ASSERT_EQ(keys.size(), 12u);
+  const Limit limit = NoRefill(40);
+  std::vector<std::shared_ptr<ClusterStore>> stores;
+  for (int i = 0; i < 4; ++i) stores.push_back(Connect(cluster_->Options()));
+  std::map<std::string, std::atomic<int>> admitted;
+  for (const auto& k : keys) admitted[k] = 0;
+  std::atomic<int> errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 12; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      std::uniform_int_distribution<size_t> pick(0, keys.size() - 1);
+      for (int i = 0; i < 100; ++i) {
+        const size_t a = pick(rng);
+        const size_t b = (a + 1 + pick(rng) % (keys.size() - 1)) % keys.size();
+        auto replies = ApplyBlocking(*stores[t % 4], {{keys[a], limit, 1}, {keys[b], limit, 1}});
+        if (!replies.ok()) {
+          ++errors;
+          continue;
+        }
+        if ((*replies)[0].allowed) ++admitted[keys[a]];
+        if ((*replies)[1].allowed) ++admitted[keys[b]];
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors, 0);
+  // 2,400 takes over 12 buckets: every bucket is drained, and none gives more than it holds.
+  for (const auto& [key, count] : admitted) EXPECT_EQ(count, 40) << key;
+}
+
+TEST_F(ClusterStoreTest, EveryPrimaryReloadsItsScriptAfterAFlush) {
+  for (ScriptMode mode : {ScriptMode::kEvalsha, ScriptMode::kFunction}) {
+    ClusterOptions options = cluster_->Options();
+    options.mode = mode;
+    auto store = Connect(options);
+    std::vector<std::string> keys;
+    for (uint16_t primary : cluster_->Primaries()) {
+      keys.push_back(KeysOn(*cluster_, primary, 1, "flush" + std::to_string(int(mode)))[0]);
+    }
+    std::atomic<bool> stop{false};
+    std::atomic<int> errors{0};
+    std::atomic<int> checks{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&] {
+        while (!stop) {
+          std::vector<BucketOp> ops;
+          for (const auto& k : keys) ops.push_back({k, NoRefill(1'000'000), 1});
+          if (!ApplyBlocking(*store, std::move(ops)).ok()) ++errors;
+          ++checks;
+        }
+      });
+    }
+    for (int round = 0; round < 5; ++round) {
+      for (uint16_t primary : cluster_->Primaries()) {
+        cluster_->Client(primary)->Command(mode == ScriptMode::kEvalsha
+                                               ? std::vector<std::string>{"SCRIPT", "FLUSH"}
+                                               : std::vector<std::string>{"FUNCTION", "FLUSH"});
+      }
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    stop = true;
+    for (auto& t : threads) t.join();
+    EXPECT_GT(checks, 0);
+    EXPECT_EQ(errors, 0) << "mode " << int(mode);
+  }
+}
+
+TEST_F(ClusterStoreTest, ReplicaWaitsFollowTheCheck) {
+  auto store = Connect(cluster_->Options());
+  const std::string key = KeysOn(*cluster_, cluster_->Primaries()[0], 1, "wait")[0];
+  BucketOp op{key, NoRefill(100), 1, ReplicaWait{1, 1000}};
+  auto replies = ApplyBlocking(*store, {op});
+  ASSERT_TRUE(replies.ok()) << replies.status().ToString();
+  EXPECT_TRUE(replies->front().allowed);
+  EXPECT_EQ(replies->front().remaining, 99);
+  // The replica has the write once the check is answered.
+  const uint16_t primary = cluster_->PrimaryOf(KeySlot(key));
+  for (uint16_t port : cluster_->ports()) {
+    if (port == primary) continue;
+    RedisClient replica(port);
+    replica.Command({"READONLY"});
+    ReplyPtr exists = replica.Command({"EXISTS", key});
+    if (exists->type == REDIS_REPLY_INTEGER && exists->integer == 1) return;  // found it
+  }
+  ADD_FAILURE() << "no replica holds " << key << " after WAIT";
+}
+
+// Moves the slot of each key from one primary to another by hand, key by key, while checks
+// run on those keys: they meet ASK while a slot is half moved and MOVED after.
+TEST_F(ClusterStoreTest, ReshardingUnderLoadFailsNoCheckAndKeepsEveryCount) {
+  const std::vector<uint16_t> primaries = cluster_->Primaries();
+  const uint16_t from = primaries[0];
+  const uint16_t to = primaries[1];
+  const std::vector<std::string> keys = KeysOn(*cluster_, from, 6, "move");
+  const Limit limit = NoRefill(1'000'000);
+  auto store = Connect(cluster_->Options());
+  std::map<std::string, std::atomic<int>> charged;
+  for (const auto& k : keys) charged[k] = 0;
+  std::atomic<bool> stop{false};
+  std::atomic<int> errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (size_t i = t; !stop; ++i) {
+        const std::string& key = keys[i % keys.size()];
+        auto replies = ApplyBlocking(*store, {{key, limit, 1}});
+        if (!replies.ok()) {
+          ++errors;
+          std::cerr << "check failed during resharding: " << replies.status().ToString() << "\n";
+        } else if (replies->front().allowed) {
+          ++charged[key];
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(milliseconds(100));
+  const std::string from_id = cluster_->NodeId(from);
+  const std::string to_id = cluster_->NodeId(to);
+  RedisClient source(from);
+  RedisClient target(to);
+  for (const std::string& key : keys) {
+    const std::string slot = std::to_string(KeySlot(key));
+    target.Command({"CLUSTER", "SETSLOT", slot, "IMPORTING", from_id});
+    source.Command({"CLUSTER", "SETSLOT", slot, "MIGRATING", to_id});
+    std::this_thread::sleep_for(milliseconds(20));
+    ReplyPtr moved =
+        source.Command({"MIGRATE", "127.0.0.1", std::to_string(to), "", "0", "5000", "KEYS", key});
+    EXPECT_NE(moved->type, REDIS_REPLY_ERROR) << moved->str;
+    std::this_thread::sleep_for(milliseconds(20));  // the key is on the target: ASK
+    target.Command({"CLUSTER", "SETSLOT", slot, "NODE", to_id});
+    source.Command({"CLUSTER", "SETSLOT", slot, "NODE", to_id});
+    for (uint16_t other : primaries) {
+      if (other != from && other != to) {
+        RedisClient(other).Command({"CLUSTER", "SETSLOT", slot, "NODE", to_id});
+      }
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  std::this_thread::sleep_for(milliseconds(100));
+  stop = true;
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors, 0);
+  const ClusterStoreStats stats = store->Stats();
+  EXPECT_GT(stats.moved, 0u);
+  std::cout << "resharding: " << stats.moved << " MOVED and " << stats.asked
+            << " ASK redirections followed, " << stats.retries << " retries\n";
+  for (const std::string& key : keys) {
+    EXPECT_EQ(cluster_->PrimaryOf(KeySlot(key)), to);
+    EXPECT_GT(charged[key], 0) << key;
+    // Every take is still in the bucket: none was lost in the move, none counted twice.
+    EXPECT_EQ(Remaining(*store, key, limit), limit.capacity - charged[key]) << key;
+  }
+}
+
+// Last in the suite: it leaves one shard without nodes.
+TEST_F(ClusterStoreTest, AFailoverIsAGapThenAShardDownStaysLocal) {
+  const std::vector<uint16_t> primaries = cluster_->Primaries();
+  const uint16_t victim = primaries[2];
+  const std::vector<std::string> victim_keys = KeysOn(*cluster_, victim, 3, "victim");
+  const std::vector<std::string> other_keys = KeysOn(*cluster_, primaries[0], 3, "safe");
+  const Limit limit = NoRefill(1'000'000);
+  auto store = Connect(cluster_->Options());
+  std::atomic<bool> stop{false};
+  std::atomic<int> victim_allowed{0};
+  std::atomic<int> other_errors{0};
+  std::atomic<int64_t> last_victim_error_ms{0};
+  std::atomic<int64_t> first_victim_error_ms{0};
+  const auto start = Clock::now();
+  auto since_start = [&] {
+    return std::chrono::duration_cast<milliseconds>(Clock::now() - start).count();
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (size_t i = t; !stop; ++i) {
+        auto v = ApplyBlocking(*store, {{victim_keys[i % 3], limit, 1}});
+        if (v.ok()) {
+          if (v->front().allowed) ++victim_allowed;
+        } else {
+          int64_t zero = 0;
+          first_victim_error_ms.compare_exchange_strong(zero, since_start());
+          last_victim_error_ms = since_start();
+        }
+        if (!ApplyBlocking(*store, {{other_keys[i % 3], limit, 1}}).ok()) ++other_errors;
+      }
+    });
+  }
+  std::this_thread::sleep_for(milliseconds(300));
+  const int64_t killed_ms = since_start();
+  cluster_->Kill(victim);
+  // The replica takes over after the node timeout (1 s) and an election; checks resume alone.
+  bool resumed = false;
+  for (int i = 0; i < 300 && !resumed; ++i) {
+    std::this_thread::sleep_for(milliseconds(50));
+    resumed = first_victim_error_ms > 0 && since_start() - last_victim_error_ms > 500;
+  }
+  EXPECT_TRUE(resumed) << "checks on the failed shard did not resume";
+  const int64_t gap = last_victim_error_ms - killed_ms;
+  int64_t charged_before = 0;
+  for (const auto& k : victim_keys) charged_before += limit.capacity - Remaining(*store, k, limit);
+  std::cout << "failover: checks on the failed shard failed (failure policy) for " << gap
+            << " ms after the kill; " << victim_allowed - charged_before
+            << " admitted checks forgotten by the promoted replica\n";
+  EXPECT_EQ(other_errors, 0) << "other shards must not notice a failover";
+
+  // Now kill the promoted replica too: that shard has no node left.
+  const uint16_t promoted = cluster_->PrimaryOf(KeySlot(victim_keys[0]));
+  ASSERT_NE(promoted, victim);
+  ASSERT_NE(promoted, 0);
+  cluster_->Kill(promoted);
+  std::this_thread::sleep_for(milliseconds(2500));  // the others mark it failed
+  const int other_errors_before = other_errors;
+  const auto probe_start = Clock::now();
+  auto down = ApplyBlocking(*store, {{victim_keys[0], limit, 1}});
+  EXPECT_FALSE(down.ok());
+  EXPECT_LT(Clock::now() - probe_start, milliseconds(1000)) << "a down shard must fail fast";
+  std::this_thread::sleep_for(milliseconds(500));
+  stop = true;
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(other_errors, other_errors_before) << "a shard down must not stop the others";
+  EXPECT_TRUE(ApplyBlocking(*store, {{other_keys[0], limit, 1}}).ok());
+}
+
+}  // namespace
+}  // namespace sluice

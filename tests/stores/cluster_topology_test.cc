@@ -1,0 +1,103 @@
+#include "topology.h"
+
+#include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+
+#include <memory>
+#include <string>
+
+namespace sluice::cluster {
+namespace {
+
+struct ReplyDeleter {
+  void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
+
+// A reply as hiredis reads it from RESP text.
+ReplyPtr Parse(const std::string& resp) {
+  redisReader* reader = redisReaderCreate();
+  redisReaderFeed(reader, resp.data(), resp.size());
+  void* reply = nullptr;
+  EXPECT_EQ(redisReaderGetReply(reader, &reply), REDIS_OK);
+  redisReaderFree(reader);
+  EXPECT_NE(reply, nullptr) << "incomplete RESP";
+  return ReplyPtr(static_cast<redisReply*>(reply));
+}
+
+std::string Bulk(const std::string& s) {
+  return "$" + std::to_string(s.size()) + "\r\n" + s + "\r\n";
+}
+
+std::string Node(const std::string& ip, int port, const std::string& role,
+                 const std::string& health) {
+  return "*12\r\n" + Bulk("id") + Bulk("abc") + Bulk("port") + ":" + std::to_string(port) + "\r\n" +
+         Bulk("ip") + Bulk(ip) + Bulk("endpoint") + Bulk(ip) + Bulk("role") + Bulk(role) +
+         Bulk("health") + Bulk(health);
+}
+
+TEST(ClusterTopologyTest, ShardsGiveEachShardsOnlineMaster) {
+  const std::string reply =
+      "*2\r\n"
+      "*4\r\n" +
+      Bulk("slots") + "*4\r\n:0\r\n:100\r\n:200\r\n:300\r\n" + Bulk("nodes") + "*2\r\n" +
+      Node("10.0.0.2", 7002, "replica", "online") + Node("10.0.0.1", 7001, "master", "online") +
+      "*4\r\n" + Bulk("slots") + "*2\r\n:101\r\n:199\r\n" + Bulk("nodes") + "*1\r\n" +
+      Node("10.0.0.3", 7003, "master", "fail");
+  Result<std::vector<SlotRange>> ranges = ParseClusterShards(*Parse(reply));
+  ASSERT_TRUE(ranges.ok()) << ranges.status().message();
+  // The failed master's shard is left out: its slots have no one to serve them.
+  EXPECT_EQ(*ranges,
+            (std::vector<SlotRange>{{0, 100, "10.0.0.1", 7001}, {200, 300, "10.0.0.1", 7001}}));
+}
+
+TEST(ClusterTopologyTest, SlotsGiveTheFirstNodeOfEachRange) {
+  const std::string reply = "*1\r\n*4\r\n:0\r\n:16383\r\n*3\r\n" + Bulk("127.0.0.1") + ":7001\r\n" +
+                            Bulk("id1") + "*3\r\n" + Bulk("127.0.0.1") + ":7004\r\n" + Bulk("id4");
+  Result<std::vector<SlotRange>> ranges = ParseClusterSlots(*Parse(reply));
+  ASSERT_TRUE(ranges.ok()) << ranges.status().message();
+  EXPECT_EQ(*ranges, (std::vector<SlotRange>{{0, 16383, "127.0.0.1", 7001}}));
+}
+
+TEST(ClusterTopologyTest, MalformedTopologiesAreErrors) {
+  EXPECT_FALSE(ParseClusterShards(*Parse(":1\r\n")).ok());
+  EXPECT_FALSE(ParseClusterShards(*Parse("*1\r\n*2\r\n" + Bulk("slots") + "*1\r\n:1\r\n")).ok());
+  EXPECT_FALSE(ParseClusterSlots(*Parse("*1\r\n*2\r\n:0\r\n:5\r\n")).ok());
+  EXPECT_FALSE(ParseClusterSlots(*Parse("*1\r\n*3\r\n:9\r\n:5\r\n*2\r\n" + Bulk("h") + ":1\r\n"))
+                   .ok());  // first after last
+  EXPECT_FALSE(
+      ParseClusterSlots(*Parse("*1\r\n*3\r\n:0\r\n:99999\r\n*2\r\n" + Bulk("h") + ":1\r\n"))
+          .ok());  // past the last slot
+}
+
+TEST(ClusterTopologyTest, Redirections) {
+  Result<Redirect> moved = ParseRedirect("MOVED 3999 127.0.0.1:6381");
+  ASSERT_TRUE(moved.ok());
+  EXPECT_EQ(moved->kind, Redirect::Kind::kMoved);
+  EXPECT_EQ(moved->slot, 3999);
+  EXPECT_EQ(moved->host, "127.0.0.1");
+  EXPECT_EQ(moved->port, 6381);
+  Result<Redirect> ask = ParseRedirect("ASK 1 ::1:7000");
+  ASSERT_TRUE(ask.ok());
+  EXPECT_EQ(ask->kind, Redirect::Kind::kAsk);
+  EXPECT_EQ(ask->host, "::1");
+  for (const char* bad :
+       {"MOVED", "MOVED 3999", "MOVED x 1.2.3.4:5", "MOVED 16384 h:1", "MOVED 1 h:0",
+        "MOVED 1 h:99999", "MOVED 1 :5", "ASKING 1 h:1", "ERR unknown"}) {
+    EXPECT_FALSE(ParseRedirect(bad).ok()) << bad;
+  }
+}
+
+TEST(ClusterTopologyTest, TransientErrors) {
+  for (const char* e : {"TRYAGAIN Multiple keys request during rehashing of slot",
+                        "CLUSTERDOWN The cluster is down", "LOADING Redis is loading",
+                        "READONLY You can't write against a read only replica.",
+                        "MASTERDOWN Link with MASTER is down"}) {
+    EXPECT_TRUE(IsTransientClusterError(e)) << e;
+  }
+  EXPECT_FALSE(IsTransientClusterError("ERR wrong number of arguments"));
+  EXPECT_FALSE(IsTransientClusterError("CROSSSLOT Keys in request don't hash to the same slot"));
+}
+
+}  // namespace
+}  // namespace sluice::cluster
