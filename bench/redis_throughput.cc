@@ -1,5 +1,6 @@
-// Drives a Limiter on a RedisStore as hard as it will go, or one check at a time, and prints
-// what it measured as one line of JSON. bench/redis_bench runs it beside redis-benchmark.
+// Drives a Limiter on a RedisStore (or a ClusterStore) as hard as it will go, or one check at a
+// time, and prints what it measured as one line of JSON. bench/redis_bench runs it beside
+// redis-benchmark; bench/cluster_bench against clusters of one, two and three primaries.
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "sluice/cluster_store.h"
 #include "sluice/limiter.h"
 #include "sluice/redis_store.h"
 
@@ -26,15 +28,19 @@ struct Args {
   double seconds = 5;
   int keys = 100'000;
   std::string mode = "evalsha";
+  bool cluster = false;   // --port is a seed of a Redis Cluster
+  int wait_replicas = 0;  // each check followed by WAIT for this many replicas (100 ms at most)
 };
 
-std::unique_ptr<Limiter> MakeLimiter(int rule_count, std::shared_ptr<Store> store) {
+std::unique_ptr<Limiter> MakeLimiter(int rule_count, std::shared_ptr<Store> store,
+                                     const Args& args) {
   // Buckets far too big to run dry: the benchmark measures checks, not rejections.
   const Limit limit{1'000'000'000, 1'000'000'000, 60'000};
   std::vector<Rule> rules = {{"per-ip", "ip", "", limit, 1},
                              {"per-key", "key", "", limit, 1},
                              {"per-tenant", "tenant", "", limit, 1}};
   rules.resize(static_cast<size_t>(rule_count));
+  for (Rule& rule : rules) rule.wait = {args.wait_replicas, args.wait_replicas > 0 ? 100 : 0};
   auto limiter = Limiter::Create(rules, {}, std::move(store));
   if (!limiter.ok()) throw std::runtime_error(limiter.status().ToString());
   return std::move(limiter).value();
@@ -108,29 +114,55 @@ std::pair<double, double> MedianLatenciesUs(const Limiter& one_rule, const Limit
   return {Median(std::move(one)), Median(std::move(three))};
 }
 
-void Run(const Args& args) {
-  RedisOptions options;
-  options.port = args.port;
-  options.timeout = std::chrono::seconds(2);
-  options.mode = args.mode == "function" ? ScriptMode::kFunction : ScriptMode::kEvalsha;
-  auto store = std::make_shared<RedisStore>(options);
+template <typename S>
+std::shared_ptr<S> Open(const Args& args) {
+  const ScriptMode mode = args.mode == "function" ? ScriptMode::kFunction : ScriptMode::kEvalsha;
+  std::shared_ptr<S> store;
+  if constexpr (std::is_same_v<S, RedisStore>) {
+    RedisOptions options;
+    options.port = args.port;
+    options.timeout = std::chrono::seconds(2);
+    options.mode = mode;
+    store = std::make_shared<S>(options);
+  } else {
+    ClusterOptions options;
+    options.seeds = {{"127.0.0.1", args.port}};
+    options.timeout = std::chrono::seconds(2);
+    options.mode = mode;
+    store = std::make_shared<S>(options);
+  }
   if (!store->WaitReady(std::chrono::seconds(5))) throw std::runtime_error("redis not ready");
+  return store;
+}
+
+uint64_t CommandsPerWrite(const std::shared_ptr<Store>& store) {
+  const auto* redis = dynamic_cast<const RedisStore*>(store.get());
+  if (redis == nullptr) return 0;
+  const RedisStoreStats stats = redis->Stats();
+  return stats.commands / std::max<uint64_t>(1, stats.writes);
+}
+
+void Run(const Args& args) {
+  std::shared_ptr<Store> store;
+  if (args.cluster) {
+    store = Open<ClusterStore>(args);
+  } else {
+    store = Open<RedisStore>(args);
+  }
   if (args.in_flight == 0) {
-    auto [one, three] = MedianLatenciesUs(*MakeLimiter(1, store), *MakeLimiter(3, store), args);
+    auto [one, three] =
+        MedianLatenciesUs(*MakeLimiter(1, store, args), *MakeLimiter(3, store, args), args);
     fmt::print("{{\"median_latency_us_1\": {:.1f}, \"median_latency_us_3\": {:.1f}}}\n", one,
                three);
     return;
   }
-  auto limiter = MakeLimiter(args.rules, store);
+  auto limiter = MakeLimiter(args.rules, store, args);
   Saturator saturator(*limiter, args);
   const double checks_per_s = saturator.Run();
-  const RedisStoreStats stats = store->Stats();
   fmt::print(
       "{{\"rules\": {}, \"checks_per_s\": {:.0f}, \"buckets_per_s\": {:.0f}, "
-      "\"commands_per_write\": {:.1f}}}\n",
-      args.rules, checks_per_s, checks_per_s * args.rules,
-      static_cast<double>(stats.commands) /
-          static_cast<double>(std::max<uint64_t>(1, stats.writes)));
+      "\"commands_per_write\": {}}}\n",
+      args.rules, checks_per_s, checks_per_s * args.rules, CommandsPerWrite(store));
 }
 
 }  // namespace
@@ -146,6 +178,9 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", args.seconds);
   app.add_option("--keys", args.keys)->check(CLI::Range(1, 100'000'000));
   app.add_option("--mode", args.mode)->check(CLI::IsMember({"evalsha", "function"}));
+  app.add_flag("--cluster", args.cluster, "--port is a seed of a Redis Cluster");
+  app.add_option("--wait-replicas", args.wait_replicas, "WAIT for this many replicas")
+      ->check(CLI::Range(0, 16));
   CLI11_PARSE(app, argc, argv);
   sluice::Run(args);
   return 0;

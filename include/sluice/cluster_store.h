@@ -34,7 +34,7 @@ struct ClusterOptions {
   bool operator==(const ClusterOptions&) const = default;
 };
 
-// Parses "host:port" seed addresses.
+// Parses "host:port" seed addresses ("[::1]:7001" for IPv6).
 Result<std::pair<std::string, uint16_t>> ParseHostPort(std::string_view address);
 
 struct ClusterStoreStats {
@@ -67,7 +67,8 @@ class ClusterStore final : public Store {
   // calls of their own. If any call fails for good, the check fails with its error.
   void Apply(std::vector<BucketOp> ops, StoreCallback done) override;
 
-  // True when a slot map covers every slot and each of its primaries is connected.
+  // True when a slot map is known and a primary in it is connected. A shard down or failing
+  // over does not make the store unready: its checks follow the failure policy, the others go on.
   bool Ready() const;
   bool WaitReady(std::chrono::milliseconds timeout) const;
 

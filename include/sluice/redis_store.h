@@ -86,8 +86,9 @@ class RedisStore final : public Store {
   RedisStore& operator=(const RedisStore&) = delete;
 
   // All of `ops` in one script call, so their keys must share a slot on a cluster node. When an
-  // op asks for a replica wait, a WAIT for the most replicas (and the longest timeout) asked
-  // follows the call, and `done` runs after its answer.
+  // op asks for a replica wait, the write that carries the call ends with one WAIT (for the most
+  // replicas and the longest timeout its calls ask), and `done` runs after its answer. WAIT
+  // holds the connection while it waits: keep its timeout well under the store's.
   void Apply(std::vector<BucketOp> ops, StoreCallback done) override;
   void Apply(std::vector<BucketOp> ops, RedisCall call, StoreCallback done);
 

@@ -80,13 +80,32 @@ Request ParseRequest(const std::vector<std::string>& attributes) {
   return request;
 }
 
+// "cluster://host:port,host:port": the seeds of a Redis Cluster.
+ClusterOptions ClusterOf(std::string_view seeds) {
+  ClusterOptions cluster;
+  while (!seeds.empty()) {
+    const size_t comma = seeds.find(',');
+    cluster.seeds.push_back(OrFail(ParseHostPort(seeds.substr(0, comma))));
+    seeds = comma == std::string_view::npos ? "" : seeds.substr(comma + 1);
+  }
+  return cluster;
+}
+
 config::StoreConfig StoreConfigOf(const CheckArgs& args) {
   config::StoreConfig store;
   if (args.store == "memory") return store;
+  const auto timeout = std::chrono::milliseconds(OrFail(config::ParseDurationMs(args.timeout)));
+  if (std::string_view(args.store).starts_with("cluster://")) {
+    store.type = config::StoreType::kCluster;
+    store.cluster = ClusterOf(std::string_view(args.store).substr(10));
+    store.cluster.mode = OrFail(config::ParseScriptMode(args.mode));
+    store.cluster.timeout = timeout;
+    return store;
+  }
   store.type = config::StoreType::kRedis;
   store.redis = OrFail(ParseRedisUrl(args.store));
   store.redis.mode = OrFail(config::ParseScriptMode(args.mode));
-  store.redis.timeout = std::chrono::milliseconds(OrFail(config::ParseDurationMs(args.timeout)));
+  store.redis.timeout = timeout;
   return store;
 }
 
@@ -129,7 +148,8 @@ void AddCheckCommand(CLI::App& app) {
   auto args = std::make_shared<CheckArgs>();
   CLI::App* cmd =
       app.add_subcommand("check", "Check one request against rules and print decisions");
-  cmd->add_option("--store", args->store, "memory, or redis://[user:password@]host:port[/db]")
+  cmd->add_option("--store", args->store,
+                  "memory, redis://[user:password@]host:port[/db], or cluster://host:port,...")
       ->capture_default_str();
   cmd->add_option("--mode", args->mode, "evalsha or function (Redis only)")->capture_default_str();
   cmd->add_option("--timeout", args->timeout, "per-check timeout (Redis only)")

@@ -48,6 +48,16 @@ class Service {
     if (Status s = gateway_->Apply(config); !s.ok()) throw std::runtime_error(s.message());
   }
 
+  // The loops stop first, so that no handler runs while the members it uses go (Run may have
+  // thrown with servers already accepting).
+  ~Service() {
+    loops_.Stop();
+    loops_.Join();
+  }
+
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
   int Run(const std::string& path) {
     path_ = path;
     const auto snapshot = gateway_->Current();
@@ -57,6 +67,10 @@ class Service {
       spdlog::info("{} listening on {}:{}", what, where.host, server.port());
     };
     gateway_->SetUpstreams(UpstreamPools(c.upstream));
+    gateway_->SetGauges([this] {
+      return std::vector<std::pair<std::string, double>>{
+          {"sluice_requests_in_flight", static_cast<double>(InFlight())}};
+    });
     proxy_ = std::make_unique<http::Server>(
         loops_,
         [this](auto r, auto p, size_t loop) {
@@ -64,13 +78,6 @@ class Service {
         },
         Limits(c));
     bind(*proxy_, c.listen, "proxy");
-    admin_ = std::make_unique<http::Server>(
-        loops_,
-        [this](auto r, auto p, size_t loop) {
-          return gateway_->HandleAdmin(std::move(r), p, loop);
-        },
-        Limits(c));
-    bind(*admin_, c.admin_listen, "admin");
     if (c.check_listen) {
       check_ = std::make_unique<http::Server>(
           loops_,
@@ -80,10 +87,14 @@ class Service {
           Limits(c));
       bind(*check_, *c.check_listen, "check API");
     }
-    gateway_->SetGauges([this] {
-      return std::vector<std::pair<std::string, double>>{
-          {"sluice_requests_in_flight", static_cast<double>(InFlight())}};
-    });
+    // Last: /metrics reads the other servers' counts.
+    admin_ = std::make_unique<http::Server>(
+        loops_,
+        [this](auto r, auto p, size_t loop) {
+          return gateway_->HandleAdmin(std::move(r), p, loop);
+        },
+        Limits(c));
+    bind(*admin_, c.admin_listen, "admin");
     drain_timeout_ = c.drain_timeout;
     asio::post(loops_[0], [this] { WaitForSignals(); });
     loops_.Join();

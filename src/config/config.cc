@@ -296,6 +296,24 @@ std::vector<Rule> ParseRules(const Field& f) {
   return rules;
 }
 
+// WAIT holds the store connection while it waits, so a wait must end well within the store's
+// timeout; the memory store has no replicas to wait for.
+void CheckReplicaWaits(const Config& config, const Field& rules) {
+  size_t i = 0;
+  rules.ForEach([&](const Field& rule) {
+    const ReplicaWait& wait = config.rules[i++].wait;
+    if (wait.replicas == 0) return;
+    if (config.store.type == StoreType::kMemory)
+      rule["wait"].Fail("the memory store has no replicas");
+    const auto timeout = config.store.type == StoreType::kRedis ? config.store.redis.timeout
+                                                                : config.store.cluster.timeout;
+    if (2 * wait.timeout_ms > timeout.count()) {
+      rule["wait"].Fail("its timeout must be at most half the store's timeout (" +
+                        std::to_string(timeout.count()) + " ms)");
+    }
+  });
+}
+
 Config Parse(const Field& root, const std::string& source) {
   root.ExpectMap({"listen", "check_listen", "admin_listen", "threads", "upstream", "store",
                   "failure", "policy", "headers", "client", "tenants", "rules", "key_prefix",
@@ -340,6 +358,7 @@ Config Parse(const Field& root, const std::string& source) {
   }
   if (!root.Has("rules")) root.Fail("needs rules (an empty list checks nothing)");
   config.rules = ParseRules(root["rules"]);
+  CheckReplicaWaits(config, root["rules"]);
   return config;
 }
 

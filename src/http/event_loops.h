@@ -44,7 +44,7 @@ class EventLoops {
 
  private:
   struct Loop {
-    boost::asio::io_context io{1};  // one thread: asio may skip locking
+    boost::asio::io_context io{1};  // run by one thread (others still post to it)
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{
         io.get_executor()};
     std::thread thread;

@@ -73,6 +73,28 @@ TEST(ConfigTest, ConnectionAndResponseLimits) {
   EXPECT_EQ(c->upstream.max_response_bytes, 1024u);
 }
 
+TEST(ConfigTest, ClusterStore) {
+  Result<Config> c = ParseConfig(
+      "store: {type: cluster, nodes: [127.0.0.1:7001, '[::1]:7002'], mode: function,\n"
+      "        timeout: 20ms, username: app, password: s3cret, refresh_interval: 5s}\n"
+      "upstream: {address: 127.0.0.1:9000}\n"
+      "rules:\n"
+      "  - {name: r, key: ip, capacity: 5, period: 1s, wait: {replicas: 1, timeout: 10ms}}\n",
+      "cluster.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->store.type, StoreType::kCluster);
+  const ClusterOptions& cluster = c->store.cluster;
+  ASSERT_EQ(cluster.seeds.size(), 2u);
+  EXPECT_EQ(cluster.seeds[0], (std::pair<std::string, uint16_t>{"127.0.0.1", 7001}));
+  EXPECT_EQ(cluster.seeds[1], (std::pair<std::string, uint16_t>{"::1", 7002}));
+  EXPECT_EQ(cluster.mode, ScriptMode::kFunction);
+  EXPECT_EQ(cluster.timeout, std::chrono::milliseconds(20));
+  EXPECT_EQ(cluster.username, "app");
+  EXPECT_EQ(cluster.password, "s3cret");
+  EXPECT_EQ(cluster.refresh_interval, std::chrono::milliseconds(5000));
+  EXPECT_EQ(c->rules[0].wait, (ReplicaWait{1, 10}));
+}
+
 struct BadConfig {
   const char* name;
   const char* yaml;
@@ -138,6 +160,33 @@ INSTANTIATE_TEST_SUITE_P(
                   "rules[0].capacity: must be a whole number"},
         BadConfig{"ZeroConnections", "max_connections: 0\nupstream: {address: a:1}\nrules: []\n",
                   "bad.yaml:1: max_connections: must be between 1"},
+        BadConfig{"ClusterWithoutNodes",
+                  "upstream: {address: a:1}\nstore: {type: cluster}\nrules: []\n",
+                  "store: a cluster store needs nodes"},
+        BadConfig{"ClusterBadNode",
+                  "upstream: {address: a:1}\nstore: {type: cluster, nodes: [a:b]}\nrules: []\n",
+                  "store.nodes[0]: \"a:b\" has a bad port"},
+        BadConfig{"ClusterWithUrl",
+                  "upstream: {address: a:1}\nstore: {type: cluster, nodes: [a:1], url: "
+                  "'redis://a'}\nrules: []\n",
+                  "store.url: a cluster store takes nodes"},
+        BadConfig{"RedisWithNodes",
+                  "upstream: {address: a:1}\nstore: {type: redis, url: 'redis://a', nodes: "
+                  "[a:1]}\nrules: []\n",
+                  "store.nodes: applies only to a cluster store"},
+        BadConfig{"WaitWithoutTimeout",
+                  "upstream: {address: a:1}\nrules:\n  - {name: r, key: ip, capacity: 5, period: "
+                  "1s, wait: {replicas: 1}}\n",
+                  "rules[0].wait: needs replicas and timeout"},
+        BadConfig{"WaitLongerThanTheStore",
+                  "upstream: {address: a:1}\nstore: {type: redis, url: 'redis://a', timeout: "
+                  "50ms}\nrules:\n  - {name: r, key: ip, capacity: 5, period: 1s, wait: "
+                  "{replicas: 1, timeout: 30ms}}\n",
+                  "rules[0].wait: its timeout must be at most half the store's timeout (50 ms)"},
+        BadConfig{"WaitOnMemory",
+                  "upstream: {address: a:1}\nrules:\n  - {name: r, key: ip, capacity: 5, period: "
+                  "1s, wait: {replicas: 1, timeout: 1ms}}\n",
+                  "rules[0].wait: the memory store has no replicas"},
         BadConfig{"ShadowNotBool",
                   "upstream: {address: a:1}\nrules:\n  - {name: r, key: ip, capacity: 5, period: "
                   "1s, shadow: maybe}\n",

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "e2e/processes.h"
+#include "support/redis_cluster.h"
 
 namespace sluice {
 namespace {
@@ -20,6 +21,7 @@ using std::chrono::milliseconds;
 using testing::Fetch;
 using testing::HttpResult;
 using testing::RawExchange;
+using testing::RedisCluster;
 using testing::RedisServer;
 
 std::string RedisStore(const RedisServer& redis, const std::string& failure = "open") {
@@ -50,6 +52,32 @@ TEST(GatewayE2eTest, ThreeGatewaysOneRedisAdmitExactlyTheLimit) {
   }
   EXPECT_EQ(ok, 100);
   EXPECT_EQ(limited, 100);
+}
+
+// The same over a Redis Cluster, with three rules whose buckets live on different shards.
+TEST(GatewayE2eTest, TwoGatewaysOneClusterAdmitExactlyTheLimit) {
+  RedisCluster cluster(3, 0);
+  Upstream upstream;
+  std::string config = "store: {type: cluster, timeout: 200ms, nodes: [127.0.0.1:" +
+                       std::to_string(cluster.ports()[0]) + "]}\n" +
+                       "client: {tenant_header: X-Tenant-Id}\n"
+                       "rules:\n"
+                       "  - {name: per-ip, key: ip, capacity: 1000, period: 1h}\n"
+                       "  - {name: per-key, key: key, capacity: 100, period: 1h}\n"
+                       "  - {name: per-tenant, key: tenant, capacity: 1000, period: 1h}\n";
+  Gateway a(upstream.port(), config);
+  Gateway b(upstream.port(), config);
+  int ok = 0;
+  for (int i = 0; i < 150; ++i) {
+    HttpResult r =
+        (i % 2 == 0 ? a : b).Get("/", {{"X-Api-Key", "ak_abc123"}, {"X-Tenant-Id", "org_acme"}});
+    if (r.status == 200) ++ok;
+    if (i >= 100) {
+      EXPECT_EQ(r.status, 429);
+      EXPECT_NE(r.body.find("\"rule\":\"per-key\""), std::string::npos) << r.body;
+    }
+  }
+  EXPECT_EQ(ok, 100);
 }
 
 TEST(GatewayE2eTest, ThreeRulesTightestInHeadersRejectingInBody) {

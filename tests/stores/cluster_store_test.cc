@@ -155,6 +155,24 @@ TEST_F(ClusterStoreTest, EveryPrimaryReloadsItsScriptAfterAFlush) {
   }
 }
 
+// A primary that restarts within the node timeout comes back as the same primary, with neither
+// its data nor its script: checks on it resume by themselves once it answers.
+TEST_F(ClusterStoreTest, APrimaryRestartedWithAnEmptyScriptCacheServesAgain) {
+  auto store = Connect(cluster_->Options());
+  const uint16_t primary = cluster_->Primaries()[0];
+  const std::string key = KeysOn(*cluster_, primary, 1, "restart")[0];
+  ASSERT_TRUE(ApplyBlocking(*store, {{key, NoRefill(100), 1}}).ok());
+  cluster_->Kill(primary);
+  cluster_->Start(primary);
+  bool served = false;
+  for (int i = 0; i < 200 && !served; ++i) {
+    served = ApplyBlocking(*store, {{key, NoRefill(100), 1}}).ok();
+    if (!served) std::this_thread::sleep_for(milliseconds(25));
+  }
+  EXPECT_TRUE(served) << "the restarted primary was not used again";
+  EXPECT_EQ(cluster_->PrimaryOf(KeySlot(key)), primary) << "it failed over instead";
+}
+
 TEST_F(ClusterStoreTest, ReplicaWaitsFollowTheCheck) {
   auto store = Connect(cluster_->Options());
   const std::string key = KeysOn(*cluster_, cluster_->Primaries()[0], 1, "wait")[0];

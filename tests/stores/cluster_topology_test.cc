@@ -44,7 +44,7 @@ TEST(ClusterTopologyTest, ShardsGiveEachShardsOnlineMaster) {
       Node("10.0.0.2", 7002, "replica", "online") + Node("10.0.0.1", 7001, "master", "online") +
       "*4\r\n" + Bulk("slots") + "*2\r\n:101\r\n:199\r\n" + Bulk("nodes") + "*1\r\n" +
       Node("10.0.0.3", 7003, "master", "fail");
-  Result<std::vector<SlotRange>> ranges = ParseClusterShards(*Parse(reply));
+  Result<std::vector<SlotRange>> ranges = ParseClusterShards(*Parse(reply), "asked");
   ASSERT_TRUE(ranges.ok()) << ranges.status().message();
   // The failed master's shard is left out: its slots have no one to serve them.
   EXPECT_EQ(*ranges,
@@ -54,20 +54,32 @@ TEST(ClusterTopologyTest, ShardsGiveEachShardsOnlineMaster) {
 TEST(ClusterTopologyTest, SlotsGiveTheFirstNodeOfEachRange) {
   const std::string reply = "*1\r\n*4\r\n:0\r\n:16383\r\n*3\r\n" + Bulk("127.0.0.1") + ":7001\r\n" +
                             Bulk("id1") + "*3\r\n" + Bulk("127.0.0.1") + ":7004\r\n" + Bulk("id4");
-  Result<std::vector<SlotRange>> ranges = ParseClusterSlots(*Parse(reply));
+  Result<std::vector<SlotRange>> ranges = ParseClusterSlots(*Parse(reply), "asked");
   ASSERT_TRUE(ranges.ok()) << ranges.status().message();
   EXPECT_EQ(*ranges, (std::vector<SlotRange>{{0, 16383, "127.0.0.1", 7001}}));
 }
 
+TEST(ClusterTopologyTest, AnUnknownAddressIsTheHostAsked) {
+  const std::string reply = "*1\r\n*4\r\n" + Bulk("slots") + "*2\r\n:0\r\n:16383\r\n" +
+                            Bulk("nodes") + "*1\r\n" + Node("", 7001, "master", "online");
+  Result<std::vector<SlotRange>> ranges = ParseClusterShards(*Parse(reply), "10.1.2.3");
+  ASSERT_TRUE(ranges.ok()) << ranges.status().message();
+  EXPECT_EQ(*ranges, (std::vector<SlotRange>{{0, 16383, "10.1.2.3", 7001}}));
+  const std::string slots = "*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n" + Bulk("?") + ":7001\r\n";
+  ranges = ParseClusterSlots(*Parse(slots), "10.1.2.3");
+  ASSERT_TRUE(ranges.ok()) << ranges.status().message();
+  EXPECT_EQ(ranges->front().host, "10.1.2.3");
+}
+
 TEST(ClusterTopologyTest, MalformedTopologiesAreErrors) {
-  EXPECT_FALSE(ParseClusterShards(*Parse(":1\r\n")).ok());
-  EXPECT_FALSE(ParseClusterShards(*Parse("*1\r\n*2\r\n" + Bulk("slots") + "*1\r\n:1\r\n")).ok());
-  EXPECT_FALSE(ParseClusterSlots(*Parse("*1\r\n*2\r\n:0\r\n:5\r\n")).ok());
-  EXPECT_FALSE(ParseClusterSlots(*Parse("*1\r\n*3\r\n:9\r\n:5\r\n*2\r\n" + Bulk("h") + ":1\r\n"))
-                   .ok());  // first after last
+  EXPECT_FALSE(ParseClusterShards(*Parse(":1\r\n"), "h").ok());
   EXPECT_FALSE(
-      ParseClusterSlots(*Parse("*1\r\n*3\r\n:0\r\n:99999\r\n*2\r\n" + Bulk("h") + ":1\r\n"))
-          .ok());  // past the last slot
+      ParseClusterShards(*Parse("*1\r\n*2\r\n" + Bulk("slots") + "*1\r\n:1\r\n"), "h").ok());
+  EXPECT_FALSE(ParseClusterSlots(*Parse("*1\r\n*2\r\n:0\r\n:5\r\n"), "h").ok());
+  const std::string first_after_last = "*1\r\n*3\r\n:9\r\n:5\r\n*2\r\n" + Bulk("h") + ":1\r\n";
+  EXPECT_FALSE(ParseClusterSlots(*Parse(first_after_last), "h").ok());
+  const std::string past_last = "*1\r\n*3\r\n:0\r\n:99999\r\n*2\r\n" + Bulk("h") + ":1\r\n";
+  EXPECT_FALSE(ParseClusterSlots(*Parse(past_last), "h").ok());
 }
 
 TEST(ClusterTopologyTest, Redirections) {
@@ -81,9 +93,12 @@ TEST(ClusterTopologyTest, Redirections) {
   ASSERT_TRUE(ask.ok());
   EXPECT_EQ(ask->kind, Redirect::Kind::kAsk);
   EXPECT_EQ(ask->host, "::1");
-  for (const char* bad :
-       {"MOVED", "MOVED 3999", "MOVED x 1.2.3.4:5", "MOVED 16384 h:1", "MOVED 1 h:0",
-        "MOVED 1 h:99999", "MOVED 1 :5", "ASKING 1 h:1", "ERR unknown"}) {
+  Result<Redirect> hostless = ParseRedirect("MOVED 7 :6380");
+  ASSERT_TRUE(hostless.ok());
+  EXPECT_EQ(hostless->host, "");
+  EXPECT_EQ(hostless->port, 6380);
+  for (const char* bad : {"MOVED", "MOVED 3999", "MOVED x 1.2.3.4:5", "MOVED 16384 h:1",
+                          "MOVED 1 h:0", "MOVED 1 h:99999", "ASKING 1 h:1", "ERR unknown"}) {
     EXPECT_FALSE(ParseRedirect(bad).ok()) << bad;
   }
 }

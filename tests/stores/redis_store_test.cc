@@ -390,6 +390,32 @@ TEST(RedisPipelineTest, ConcurrentChecksShareSocketWrites) {
   EXPECT_LT(after.writes - before.writes, kChecks / 4u);
 }
 
+// A server without replicas: every WAIT ends short at its timeout, the decisions stand, and the
+// checks of one write share one WAIT instead of queueing one behind another.
+TEST(RedisReplicaWaitTest, WaitsEndShortWithoutReplicasAndChecksShareThem) {
+  RedisServer server;
+  RedisOptions options = server.Options();
+  options.timeout = milliseconds(1000);
+  auto store = Connect(options);
+  constexpr int kChecks = 40;
+  std::vector<std::future<Result<std::vector<BucketReply>>>> answers;
+  for (int i = 0; i < kChecks; ++i) {
+    auto promise = std::make_shared<std::promise<Result<std::vector<BucketReply>>>>();
+    answers.push_back(promise->get_future());
+    store->Apply({{"rl:key:w" + std::to_string(i), kHundredPerHour, 1, ReplicaWait{1, 50}}},
+                 [promise](auto r) { promise->set_value(std::move(r)); });
+  }
+  for (auto& answer : answers) {
+    Result<std::vector<BucketReply>> r = answer.get();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_TRUE(r->front().allowed);
+  }
+  const RedisStoreStats stats = store->Stats();
+  EXPECT_GE(stats.short_waits, 1u);
+  EXPECT_LT(stats.short_waits, static_cast<uint64_t>(kChecks) / 4);  // 50 ms each, in sequence,
+                                                                     // would take 2 s
+}
+
 // --- Bad input ----------------------------------------------------------------------------
 
 TEST(RedisBadInputTest, HostileValuesBecomeSafeDistinctKeys) {

@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <thread>
 
 #include "sluice/key_slot.h"
@@ -76,13 +77,13 @@ Result<std::vector<cluster::SlotRange>> ReadSlotMapFrom(const std::string& host,
   }
   ReplyPtr shards = Command(c.get(), {"CLUSTER", "SHARDS"});
   if (!shards) return Status::Unavailable(where + ": " + c->errstr);
-  if (shards->type != REDIS_REPLY_ERROR) return cluster::ParseClusterShards(*shards);
+  if (shards->type != REDIS_REPLY_ERROR) return cluster::ParseClusterShards(*shards, host);
   ReplyPtr slots = Command(c.get(), {"CLUSTER", "SLOTS"});
   if (!slots) return Status::Unavailable(where + ": " + c->errstr);
   if (slots->type == REDIS_REPLY_ERROR) {
     return Status::StoreError(where + ": " + ReplyError(slots, c.get()));
   }
-  return cluster::ParseClusterSlots(*slots);
+  return cluster::ParseClusterSlots(*slots, host);
 }
 
 }  // namespace
@@ -98,7 +99,11 @@ Result<std::pair<std::string, uint16_t>> ParseHostPort(std::string_view address)
   if (ec != std::errc() || end != address.data() + address.size() || port == 0 || port > 65535) {
     return Status::InvalidArgument("\"" + std::string(address) + "\" has a bad port");
   }
-  return std::pair{std::string(address.substr(0, colon)), static_cast<uint16_t>(port)};
+  std::string_view host = address.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);  // an IPv6 address: [::1]:7001
+  }
+  return std::pair{std::string(host), static_cast<uint16_t>(port)};
 }
 
 class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
@@ -148,8 +153,8 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
 
   bool Ready() const {
     std::lock_guard lock(ready_mutex_);
-    return covered_ && std::all_of(ready_view_.begin(), ready_view_.end(),
-                                   [](const auto& store) { return store->Ready(); });
+    return std::any_of(ready_view_.begin(), ready_view_.end(),
+                       [](const auto& store) { return store->Ready(); });
   }
 
   ClusterStoreStats Stats() const {
@@ -183,12 +188,14 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
     std::vector<size_t> indices;  // into check->ops
     int redirects = 0;
     int retries = 0;
+    std::string sent_to_host = {};  // of the node last asked: a redirection may name only a port
   };
   using CallPtr = std::shared_ptr<SlotCall>;
 
   // A primary and the auto-pipelined connection to it.
   struct Node {
-    std::string address;
+    std::string address;  // host:port
+    std::string host;
     std::shared_ptr<RedisStore> store;
   };
   using NodePtr = std::shared_ptr<Node>;
@@ -221,6 +228,7 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
       return Retry(
           call, Status::Unavailable("no primary is known for slot " + std::to_string(call->slot)));
     }
+    call->sent_to_host = node->host;
     std::vector<BucketOp> ops;
     ops.reserve(call->indices.size());
     for (size_t i : call->indices) ops.push_back(check.ops[i]);
@@ -253,12 +261,14 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
   }
 
   void Follow(const CallPtr& call, const cluster::Redirect& redirect, const Status& error) {
+    if (stopped_) return call->check->Finish(Status::Unavailable("the cluster store is stopped"));
     if (++call->redirects > options_.max_redirects) {
       return call->check->Finish(Status::StoreError("more than " +
                                                     std::to_string(options_.max_redirects) +
                                                     " redirections: " + error.message()));
     }
-    NodePtr target = NodeAt(redirect.host, redirect.port);
+    NodePtr target =
+        NodeAt(redirect.host.empty() ? call->sent_to_host : redirect.host, redirect.port);
     if (redirect.kind == cluster::Redirect::Kind::kAsk) {
       asked_.fetch_add(1, std::memory_order_relaxed);
       return Dispatch(call, target, true);  // this call only; the slot map stays
@@ -300,13 +310,14 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
       redis.connect_timeout = options_.connect_timeout;
       redis.timeout = options_.timeout;
       redis.max_in_flight = options_.max_in_flight;
-      node = std::make_shared<Node>(Node{address, std::make_shared<RedisStore>(redis, io_)});
+      node = std::make_shared<Node>(Node{address, host, std::make_shared<RedisStore>(redis, io_)});
     }
     return node;
   }
 
-  // A new slot map: connections to new primaries open (and load the script), those to nodes
-  // that no longer serve slots close, failing their calls over to the new owners.
+  // A new slot map: connections to new primaries open (and load the script); those to nodes
+  // that serve no slot now close if they are down (failing their calls over to the new owners),
+  // and stay while they are up: a node importing slots gets ASK redirections before it owns any.
   void ApplySlotMap(const std::vector<cluster::SlotRange>& ranges) {
     if (stopped_) return;
     std::vector<NodePtr> slots(kClusterSlots);
@@ -315,6 +326,9 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
       NodePtr node = NodeAt(range.host, range.port);
       kept[node->address] = node;
       for (unsigned s = range.first; s <= range.last; ++s) slots[s] = node;
+    }
+    for (auto& [address, node] : nodes_) {
+      if (!kept.count(address) && node->store->Ready()) kept[address] = node;
     }
     nodes_ = std::move(kept);
     slots_ = std::move(slots);
@@ -327,7 +341,6 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
     }
     {
       std::lock_guard lock(ready_mutex_);
-      covered_ = std::all_of(slots_.begin(), slots_.end(), [](const NodePtr& n) { return n; });
       ready_view_ = std::move(view);
     }
     std::lock_guard lock(refresh_mutex_);
@@ -340,7 +353,6 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
     nodes_.clear();  // their connections fail what they hold, and those checks then stop here
     std::lock_guard lock(ready_mutex_);
     ready_view_.clear();
-    covered_ = false;
   }
 
   // --- The slot map reader (its own thread: the reads block) --------------------------------
@@ -367,12 +379,13 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
         if (stopping_) break;
       }
       refresh_wanted_ = false;
-      std::vector<std::pair<std::string, uint16_t>> candidates = known_primaries_;
-      candidates.insert(candidates.end(), options_.seeds.begin(), options_.seeds.end());
+      std::vector<std::pair<std::string, uint16_t>> candidates = Candidates();
       lock.unlock();
       Result<std::vector<cluster::SlotRange>> map = ReadSlotMap(candidates);
       lock.lock();
-      last = Clock::now();
+      // Jitter, so that the gateways (and the loops of one gateway) spread their reads.
+      last = Clock::now() + milliseconds(std::uniform_int_distribution<int64_t>(
+                                0, options_.refresh_min_gap.count() / 2)(rng_));
       refreshes_.fetch_add(1, std::memory_order_relaxed);
       if (map.ok()) {
         gap = options_.refresh_min_gap;
@@ -386,12 +399,35 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
     }
   }
 
+  // Whom to ask, under refresh_mutex_: the node that answered last, then the primaries and the
+  // seeds in a random order, so that one dead node does not delay every read the same way.
+  std::vector<std::pair<std::string, uint16_t>> Candidates() {
+    std::vector<std::pair<std::string, uint16_t>> candidates = known_primaries_;
+    candidates.insert(candidates.end(), options_.seeds.begin(), options_.seeds.end());
+    std::shuffle(candidates.begin(), candidates.end(), rng_);
+    if (auto it = std::find(candidates.begin(), candidates.end(), last_answered_);
+        it != candidates.end()) {
+      std::iter_swap(candidates.begin(), it);
+    }
+    return candidates;
+  }
+
+  // Asks the candidates in turn until one answers; gives up at once when the store stops.
   Result<std::vector<cluster::SlotRange>> ReadSlotMap(
-      const std::vector<std::pair<std::string, uint16_t>>& candidates) const {
+      const std::vector<std::pair<std::string, uint16_t>>& candidates) {
     Status last = Status::Unavailable("no cluster node to ask");
-    for (const auto& [host, port] : candidates) {
-      Result<std::vector<cluster::SlotRange>> map = ReadSlotMapFrom(host, port, options_);
-      if (map.ok() && !map->empty()) return map;
+    for (const auto& candidate : candidates) {
+      {
+        std::lock_guard lock(refresh_mutex_);
+        if (stopping_) break;
+      }
+      Result<std::vector<cluster::SlotRange>> map =
+          ReadSlotMapFrom(candidate.first, candidate.second, options_);
+      if (map.ok() && !map->empty()) {
+        std::lock_guard lock(refresh_mutex_);
+        last_answered_ = candidate;
+        return map;
+      }
       if (!map.ok()) last = map.status();
     }
     return last;
@@ -417,9 +453,10 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
   bool refresh_wanted_ = false;
   bool stopping_ = false;
   std::vector<std::pair<std::string, uint16_t>> known_primaries_;
+  std::pair<std::string, uint16_t> last_answered_;
+  std::mt19937_64 rng_{std::random_device{}()};
 
   mutable std::mutex ready_mutex_;
-  bool covered_ = false;
   std::vector<std::shared_ptr<RedisStore>> ready_view_;
 
   std::atomic<uint64_t> refreshes_{0};

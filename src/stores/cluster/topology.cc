@@ -39,15 +39,18 @@ const redisReply* Field(const redisReply& map, std::string_view name) {
   return nullptr;
 }
 
-// The address clients should use: "endpoint", unless it is unknown ("?" or empty), then "ip".
-std::optional<std::string> NodeHost(const redisReply& node) {
+bool KnownHost(std::string_view host) { return !host.empty() && host != "?"; }
+
+// The address clients should use: "endpoint", unless it is unknown, then "ip", then the host
+// that was asked.
+std::string NodeHost(const redisReply& node, std::string_view asked_host) {
   for (const char* name : {"endpoint", "ip"}) {
     const redisReply* value = Field(node, name);
-    if (value != nullptr && IsText(*value) && !Text(*value).empty() && Text(*value) != "?") {
+    if (value != nullptr && IsText(*value) && KnownHost(Text(*value))) {
       return std::string(Text(*value));
     }
   }
-  return std::nullopt;
+  return std::string(asked_host);
 }
 
 bool Is(const redisReply* value, std::string_view expected) {
@@ -56,7 +59,8 @@ bool Is(const redisReply* value, std::string_view expected) {
 
 }  // namespace
 
-Result<std::vector<SlotRange>> ParseClusterShards(const redisReply& reply) {
+Result<std::vector<SlotRange>> ParseClusterShards(const redisReply& reply,
+                                                  std::string_view asked_host) {
   if (reply.type != REDIS_REPLY_ARRAY) return Malformed("CLUSTER SHARDS is not an array");
   std::vector<SlotRange> ranges;
   for (size_t s = 0; s < reply.elements; ++s) {
@@ -75,22 +79,23 @@ Result<std::vector<SlotRange>> ParseClusterShards(const redisReply& reply) {
       }
     }
     if (primary == nullptr) continue;  // its slots have no one to serve them for now
-    const std::optional<std::string> host = NodeHost(*primary);
+    const std::string host = NodeHost(*primary, asked_host);
     const redisReply* port_field = Field(*primary, "port");
     const std::optional<uint16_t> port =
         port_field != nullptr ? Number(*port_field, 65535) : std::nullopt;
-    if (!host || !port) return Malformed("a primary without an address");
+    if (!port) return Malformed("a primary without a port");
     for (size_t i = 0; i < slots->elements; i += 2) {
       const auto first = Number(*slots->element[i], 16383);
       const auto last = Number(*slots->element[i + 1], 16383);
       if (!first || !last || *first > *last) return Malformed("a bad slot range");
-      ranges.push_back({*first, *last, *host, *port});
+      ranges.push_back({*first, *last, host, *port});
     }
   }
   return ranges;
 }
 
-Result<std::vector<SlotRange>> ParseClusterSlots(const redisReply& reply) {
+Result<std::vector<SlotRange>> ParseClusterSlots(const redisReply& reply,
+                                                 std::string_view asked_host) {
   if (reply.type != REDIS_REPLY_ARRAY) return Malformed("CLUSTER SLOTS is not an array");
   std::vector<SlotRange> ranges;
   for (size_t i = 0; i < reply.elements; ++i) {
@@ -106,7 +111,8 @@ Result<std::vector<SlotRange>> ParseClusterSlots(const redisReply& reply) {
     if (!first || !last || *first > *last || !IsText(*primary.element[0]) || !port) {
       return Malformed("a bad CLUSTER SLOTS entry");
     }
-    ranges.push_back({*first, *last, std::string(Text(*primary.element[0])), *port});
+    const std::string_view host = Text(*primary.element[0]);
+    ranges.push_back({*first, *last, std::string(KnownHost(host) ? host : asked_host), *port});
   }
   return ranges;
 }
@@ -133,7 +139,7 @@ Result<Redirect> ParseRedirect(std::string_view error) {
   const auto port_end =
       std::from_chars(error.data() + colon + 1, error.data() + error.size(), port);
   if (slot_end.ec != std::errc() || slot_end.ptr != error.data() + space || slot > 16383 ||
-      port_end.ec != std::errc() || port == 0 || port > 65535 || colon == space + 1) {
+      port_end.ec != std::errc() || port == 0 || port > 65535) {
     return Status::InvalidArgument("malformed redirection");
   }
   redirect.slot = static_cast<uint16_t>(slot);

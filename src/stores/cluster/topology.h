@@ -23,13 +23,19 @@ struct SlotRange {
 };
 
 // The primaries' slot ranges from a reply to CLUSTER SHARDS (Redis 7: per shard, "slots" as
-// start/end pairs and "nodes" with role and health), keeping each shard's online master.
-Result<std::vector<SlotRange>> ParseClusterShards(const redisReply& reply);
+// start/end pairs and "nodes" with role and health), keeping each shard's online master. A node
+// whose address is unknown ("?" or empty: a node that never met another does not know its own)
+// is at `asked_host`, the host the reply came from, as Redis's documentation says.
+Result<std::vector<SlotRange>> ParseClusterShards(const redisReply& reply,
+                                                  std::string_view asked_host);
 
 // The same from CLUSTER SLOTS (older servers): [start, end, [host, port, id], replicas...].
-Result<std::vector<SlotRange>> ParseClusterSlots(const redisReply& reply);
+Result<std::vector<SlotRange>> ParseClusterSlots(const redisReply& reply,
+                                                 std::string_view asked_host);
 
 // A redirection in an error reply: "MOVED 3999 127.0.0.1:6381" or "ASK 3999 127.0.0.1:6381".
+// The host is empty in "MOVED 3999 :6381" (a server whose nodes' addresses are unknown): the
+// node is on the host of the one that answered.
 struct Redirect {
   enum class Kind { kMoved, kAsk } kind;
   uint16_t slot = 0;

@@ -186,7 +186,9 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   // A command written and not yet answered. Replies arrive in the order commands were written.
   struct Pending {
     enum class Kind { kHandshake, kLoad, kAsking, kBucket, kWait } kind;
-    CheckPtr check;  // for kBucket and kWait
+    CheckPtr check = nullptr;  // for kBucket
+    std::vector<CheckPtr> waiters =
+        {};  // for kWait: the checks written before it that asked for it
   };
 
   // The soonest deadline on top.
@@ -311,6 +313,8 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     waiting_.clear();
     waiting_ops_ = 0;
     out_.clear();
+    waiters_.clear();
+    waiters_need_ = {};
     ops_in_flight_ = 0;
     reload_queued_ = false;
     idle_since_write_ = true;
@@ -381,9 +385,11 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   }
 
   // One script call for all of a check's buckets: their keys, then four numbers for each;
-  // ASKING before it and WAIT after it when the check asks for them.
+  // ASKING before it when the check asks for it. A check whose time is up is not sent: the
+  // server would charge it and the caller would hear only the timeout.
   void Send(const CheckPtr& check) {
     if (check->finished) return;
+    if (Clock::now() >= check->deadline) return TimeOut(*check);
     const std::vector<BucketOp>& ops = check->ops;
     redis::RespWriter out(out_);
     if (check->asking) {
@@ -405,15 +411,27 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     ops_in_flight_ += ops.size();
     commands_.fetch_add(1, std::memory_order_relaxed);
     if (check->wait.replicas > 0) {
-      out.Write(
-          {"WAIT", std::to_string(check->wait.replicas), std::to_string(check->wait.timeout_ms)});
-      pending_.push_back({Pending::Kind::kWait, check});
+      waiters_.push_back(check);
+      waiters_need_.replicas = std::max(waiters_need_.replicas, check->wait.replicas);
+      waiters_need_.timeout_ms = std::max(waiters_need_.timeout_ms, check->wait.timeout_ms);
     }
+  }
+
+  // One WAIT at the end of a write covers every call before it on the connection: WAIT blocks
+  // the connection while it waits, so one per check would queue each behind the last.
+  void WriteWait() {
+    if (waiters_.empty()) return;
+    redis::RespWriter(out_).Write(
+        {"WAIT", std::to_string(waiters_need_.replicas), std::to_string(waiters_need_.timeout_ms)});
+    pending_.push_back({Pending::Kind::kWait, nullptr, std::move(waiters_)});
+    waiters_.clear();
+    waiters_need_ = {};
   }
 
   // Writes everything queued in one socket write; what queues meanwhile goes in the next one.
   void Flush() {
     if (writing_ || out_.empty() || state_ == State::kBackoff || state_ == State::kStopped) return;
+    WriteWait();
     writing_ = true;
     writing_buffer_.swap(out_);
     out_.clear();
@@ -526,15 +544,17 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     check.Finish(std::move(replies));
   }
 
-  // The decision stands whatever WAIT says; a wait that ended short is only counted. A WAIT
-  // behind a call that got NOSCRIPT finds no replies and is ignored: the resent call has its own.
+  // The decisions stand whatever WAIT says; a wait that ended short is only counted. A check
+  // whose call got NOSCRIPT has no replies yet and is left to the WAIT behind its resent call.
   void OnWaitReply(const Pending& p, const redisReply& reply) {
-    Check& check = *p.check;
-    if (check.finished || !check.replies) return;
-    if (reply.type != REDIS_REPLY_INTEGER || reply.integer < check.wait.replicas) {
+    int needed = 0;
+    for (const CheckPtr& check : p.waiters) needed = std::max(needed, check->wait.replicas);
+    if (reply.type != REDIS_REPLY_INTEGER || reply.integer < needed) {
       short_waits_.fetch_add(1, std::memory_order_relaxed);
     }
-    check.Finish(std::move(*check.replies));
+    for (const CheckPtr& check : p.waiters) {
+      if (!check->finished && check->replies) check->Finish(std::move(*check->replies));
+    }
   }
 
   // The server lost the script: load it again (once for all the commands that noticed), then
@@ -583,10 +603,7 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
            (deadlines_.top()->finished || deadlines_.top()->deadline <= now)) {
       CheckPtr check = deadlines_.top();
       deadlines_.pop();
-      if (check->finished) continue;
-      timeouts_.fetch_add(1, std::memory_order_relaxed);
-      check->Finish(Status::DeadlineExceeded("no answer from " + Address() + " within " +
-                                             std::to_string(options_.timeout.count()) + " ms"));
+      TimeOut(*check);
     }
     // A server that has stopped answering (hung, paused, a dead peer that sent no FIN) is
     // dropped so that the reconnect logic can find it again.
@@ -594,6 +611,13 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
       Disconnect("no reply from " + Address() + " for " + std::to_string(StallLimit().count()) +
                  " ms");
     }
+  }
+
+  void TimeOut(Check& check) {
+    if (check.finished) return;
+    timeouts_.fetch_add(1, std::memory_order_relaxed);
+    check.Finish(Status::DeadlineExceeded("no answer from " + Address() + " in time (timeout " +
+                                          std::to_string(options_.timeout.count()) + " ms)"));
   }
 
   std::chrono::milliseconds StallLimit() const {
@@ -648,6 +672,8 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   std::priority_queue<CheckPtr, std::vector<CheckPtr>, LaterDeadline> deadlines_;
   size_t ops_in_flight_ = 0;
   bool reload_queued_ = false;
+  std::vector<CheckPtr> waiters_;  // sent since the last WAIT, asking for one
+  ReplicaWait waiters_need_;       // the most they ask for
   bool timer_armed_ = false;
   Clock::time_point timer_expiry_;
   uint64_t timer_seq_ = 0;
