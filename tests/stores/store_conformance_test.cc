@@ -32,18 +32,12 @@ struct StoreKind {
 // Names the store in test output instead of dumping the struct's bytes.
 void PrintTo(const StoreKind& kind, std::ostream* os) { *os << kind.name; }
 
-std::shared_ptr<Store> MakeRedis(RedisServer* server, ScriptMode mode) {
-  RedisOptions options = server->Options();
+// A RedisStore on a server or a ClusterStore on a cluster, in `mode`, once it is ready.
+template <typename S, typename Backend>
+std::shared_ptr<Store> MakeOn(Backend* backend, ScriptMode mode) {
+  auto options = backend->Options();
   options.mode = mode;
-  auto store = std::make_shared<RedisStore>(options);
-  EXPECT_TRUE(store->WaitReady(std::chrono::seconds(5)));
-  return store;
-}
-
-std::shared_ptr<Store> MakeCluster(RedisCluster* cluster, ScriptMode mode) {
-  ClusterOptions options = cluster->Options();
-  options.mode = mode;
-  auto store = std::make_shared<ClusterStore>(options);
+  auto store = std::make_shared<S>(options);
   EXPECT_TRUE(store->WaitReady(std::chrono::seconds(5)));
   return store;
 }
@@ -243,28 +237,29 @@ TEST_P(StoreConformanceTest, ManyThreadsAdmitExactlyTheCapacity) {
   EXPECT_EQ(admitted.load(), 100);
 }
 
-INSTANTIATE_TEST_SUITE_P(Stores, StoreConformanceTest,
-                         ::testing::Values(StoreKind{"Memory", StoreKind::Needs::kNothing,
-                                                     [](RedisServer*, RedisCluster*) {
-                                                       return std::make_shared<MemoryStore>();
-                                                     }},
-                                           StoreKind{"RedisEvalsha", StoreKind::Needs::kServer,
-                                                     [](RedisServer* s, RedisCluster*) {
-                                                       return MakeRedis(s, ScriptMode::kEvalsha);
-                                                     }},
-                                           StoreKind{"RedisFunction", StoreKind::Needs::kServer,
-                                                     [](RedisServer* s, RedisCluster*) {
-                                                       return MakeRedis(s, ScriptMode::kFunction);
-                                                     }},
-                                           StoreKind{"ClusterEvalsha", StoreKind::Needs::kCluster,
-                                                     [](RedisServer*, RedisCluster* c) {
-                                                       return MakeCluster(c, ScriptMode::kEvalsha);
-                                                     }},
-                                           StoreKind{"ClusterFunction", StoreKind::Needs::kCluster,
-                                                     [](RedisServer*, RedisCluster* c) {
-                                                       return MakeCluster(c, ScriptMode::kFunction);
-                                                     }}),
-                         [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(
+    Stores, StoreConformanceTest,
+    ::testing::Values(StoreKind{"Memory", StoreKind::Needs::kNothing,
+                                [](RedisServer*, RedisCluster*) {
+                                  return std::make_shared<MemoryStore>();
+                                }},
+                      StoreKind{"RedisEvalsha", StoreKind::Needs::kServer,
+                                [](RedisServer* s, RedisCluster*) {
+                                  return MakeOn<RedisStore>(s, ScriptMode::kEvalsha);
+                                }},
+                      StoreKind{"RedisFunction", StoreKind::Needs::kServer,
+                                [](RedisServer* s, RedisCluster*) {
+                                  return MakeOn<RedisStore>(s, ScriptMode::kFunction);
+                                }},
+                      StoreKind{"ClusterEvalsha", StoreKind::Needs::kCluster,
+                                [](RedisServer*, RedisCluster* c) {
+                                  return MakeOn<ClusterStore>(c, ScriptMode::kEvalsha);
+                                }},
+                      StoreKind{"ClusterFunction", StoreKind::Needs::kCluster,
+                                [](RedisServer*, RedisCluster* c) {
+                                  return MakeOn<ClusterStore>(c, ScriptMode::kFunction);
+                                }}),
+    [](const auto& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace sluice

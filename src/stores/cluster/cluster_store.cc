@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "sluice/key_slot.h"
+#include "store_loop.h"
 #include "topology.h"
 
 namespace sluice {
@@ -110,16 +111,13 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
  public:
   Impl(ClusterOptions options, asio::io_context* external)
       : options_(std::move(options)),
-        own_io_(external != nullptr ? nullptr : std::make_unique<asio::io_context>(1)),
-        io_(external != nullptr ? *external : *own_io_) {}
+        loop_(external),
+        io_(loop_.io()) {}
 
   // Starts reading the slot map, and the own thread if there is one.
   void Start() {
     refresher_ = std::thread([this] { RefreshLoop(); });
-    if (own_io_) {
-      work_.emplace(own_io_->get_executor());
-      thread_ = std::thread([self = shared_from_this()] { self->io_.run(); });
-    }
+    loop_.Start(shared_from_this());
   }
 
   // Ends the slot map reader, then fails what is pending (on the io_context) and ends the own
@@ -132,13 +130,7 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
     refresh_changed_.notify_all();
     refresher_.join();
     asio::post(io_, [self = shared_from_this()] { self->Shutdown(); });
-    if (!own_io_) return;
-    work_.reset();
-    if (std::this_thread::get_id() == thread_.get_id()) {
-      thread_.detach();
-    } else {
-      thread_.join();
-    }
+    loop_.Finish();
   }
 
   void Submit(std::vector<BucketOp> ops, StoreCallback done) {
@@ -436,10 +428,8 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
   // --- Members ------------------------------------------------------------------------------
 
   const ClusterOptions options_;
-  std::unique_ptr<asio::io_context> own_io_;
+  stores::StoreLoop loop_;  // first in, last out: everything below runs on it
   asio::io_context& io_;
-  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
-  std::thread thread_;
   std::thread refresher_;
 
   // The io_context's thread only.

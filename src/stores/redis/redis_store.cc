@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "resp_writer.h"
+#include "store_loop.h"
 
 namespace sluice {
 
@@ -88,8 +89,8 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   // own.
   Connection(RedisOptions options, asio::io_context* external)
       : options_(std::move(options)),
-        own_io_(external != nullptr ? nullptr : std::make_unique<asio::io_context>(1)),
-        io_(external != nullptr ? *external : *own_io_),
+        loop_(external),
+        io_(loop_.io()),
         socket_(io_),
         resolver_(io_),
         connect_timer_(io_),
@@ -103,10 +104,7 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   // holds a reference, so the connection lives until its last operation has finished.
   void Start() {
     asio::post(io_, [self = shared_from_this()] { self->Connect(); });
-    if (own_io_) {
-      work_.emplace(own_io_->get_executor());
-      thread_ = std::thread([self = shared_from_this()] { self->io_.run(); });
-    }
+    loop_.Start(shared_from_this());
   }
 
   // Fails what is pending. Callable from any thread, the connection's own included: a callback
@@ -114,13 +112,7 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   // io_context, the shutdown runs there (or never, when that loop has stopped for good).
   void Stop() {
     asio::post(io_, [self = shared_from_this()] { self->Shutdown(); });
-    if (!own_io_) return;
-    work_.reset();
-    if (std::this_thread::get_id() == thread_.get_id()) {
-      thread_.detach();
-    } else {
-      thread_.join();
-    }
+    loop_.Finish();
   }
 
   void Submit(std::vector<BucketOp> ops, const RedisCall& call, StoreCallback done) {
@@ -629,15 +621,13 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   const RedisOptions options_;
   const std::string function_library_ = TokenBucketFunctionLibrary();
 
-  std::unique_ptr<asio::io_context> own_io_;  // when not given one
+  stores::StoreLoop loop_;  // first in, last out: everything below runs on it
   asio::io_context& io_;
   tcp::socket socket_;
   tcp::resolver resolver_;
   asio::steady_timer connect_timer_;
   asio::steady_timer reconnect_timer_;
   asio::steady_timer deadline_timer_;
-  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
-  std::thread thread_;  // with an own io_context
 
   // Shared with submitting threads.
   std::mutex submit_mutex_;
