@@ -48,6 +48,7 @@ template <typename S>
 OpenedStores OpenShared(const config::StoreConfig& config,
                         const std::vector<boost::asio::io_context*>& ios) {
   std::vector<std::shared_ptr<S>> stores;
+  stores.reserve(ios.size());
   for (boost::asio::io_context* io : ios) stores.push_back(MakeShared<S>(config, io));
   const auto deadline = std::chrono::steady_clock::now() + ConnectTimeout(config);
   for (const auto& s : stores) {

@@ -55,7 +55,7 @@ ReplyPtr Command(redisContext* c, const std::vector<std::string>& args) {
 
 std::string ReplyError(const ReplyPtr& reply, redisContext* c) {
   if (!reply) return c->errstr;
-  return std::string(reply->str, static_cast<size_t>(reply->len));
+  return {reply->str, static_cast<size_t>(reply->len)};
 }
 
 // Reads the slot map from one node, over a short-lived blocking connection: CLUSTER SHARDS, or
@@ -110,9 +110,7 @@ Result<std::pair<std::string, uint16_t>> ParseHostPort(std::string_view address)
 class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
  public:
   Impl(ClusterOptions options, asio::io_context* external)
-      : options_(std::move(options)),
-        loop_(external),
-        io_(loop_.io()) {}
+      : options_(std::move(options)), loop_(external), io_(loop_.io()) {}
 
   // Starts reading the slot map, and the own thread if there is one.
   void Start() {
@@ -320,7 +318,7 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
       for (unsigned s = range.first; s <= range.last; ++s) slots[s] = node;
     }
     for (auto& [address, node] : nodes_) {
-      if (!kept.count(address) && node->store->Ready()) kept[address] = node;
+      if (!kept.contains(address) && node->store->Ready()) kept[address] = node;
     }
     nodes_ = std::move(kept);
     slots_ = std::move(slots);

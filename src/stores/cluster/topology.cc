@@ -1,5 +1,7 @@
 #include "topology.h"
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <optional>
 #include <string_view>
@@ -149,10 +151,10 @@ Result<Redirect> ParseRedirect(std::string_view error) {
 }
 
 bool IsTransientClusterError(std::string_view error) {
-  for (std::string_view prefix : {"TRYAGAIN", "CLUSTERDOWN", "LOADING", "READONLY", "MASTERDOWN"}) {
-    if (error.starts_with(prefix)) return true;
-  }
-  return false;
+  constexpr std::array<std::string_view, 5> kTransient = {"TRYAGAIN", "CLUSTERDOWN", "LOADING",
+                                                          "READONLY", "MASTERDOWN"};
+  return std::ranges::any_of(
+      kTransient, [error](std::string_view prefix) { return error.starts_with(prefix); });
 }
 
 }  // namespace sluice::cluster
