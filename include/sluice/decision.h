@@ -41,6 +41,9 @@ struct Decision {
   size_t shadow_rejections = 0;
   // Retry-After, in whole seconds rounded up from the longest retry; 0 when allowed.
   int64_t retry_after_s = 0;
+  // Rejected by the over-limit cache without asking the store: the verdict is the cached rule's
+  // alone, and the request's other rules were neither asked nor charged.
+  bool from_cache = false;
 };
 
 // Combines per-rule verdicts into a decision (checked, no error): allowed when every enforced

@@ -14,6 +14,7 @@
 #include <boost/asio/post.hpp>
 
 #include "sluice/decision.h"
+#include "sluice/over_limit_cache.h"
 #include "sluice/request.h"
 #include "sluice/rule.h"
 #include "sluice/status.h"
@@ -44,6 +45,9 @@ struct LimiterOptions {
   std::string key_prefix = "rl:";
   MultiRulePolicy policy = MultiRulePolicy::kChargeAll;
   FailurePolicy failure = FailurePolicy::kOpen;
+  // When set, a bucket the store rejected is remembered until its retry time, and requests that
+  // would take from it meanwhile are rejected without asking the store. Limiters may share one.
+  std::shared_ptr<OverLimitCache> over_limit_cache = nullptr;
 };
 
 // Counters of a limiter's decisions, for metrics.
@@ -54,6 +58,7 @@ struct LimiterStats {
   uint64_t store_errors = 0;      // checks the store failed (error, timeout, overload)
   uint64_t failure_policy = 0;    // decisions the failure policy made
   uint64_t invalid_requests = 0;  // requests refused for a bad attribute value
+  uint64_t cache_rejections = 0;  // rejected by the over-limit cache, the store not asked
 };
 
 using DecisionCallback = std::function<void(Decision)>;

@@ -318,7 +318,7 @@ Config Parse(const Field& root, const std::string& source) {
   root.ExpectMap({"listen", "check_listen", "admin_listen", "threads", "upstream", "store",
                   "failure", "policy", "headers", "client", "tenants", "rules", "key_prefix",
                   "max_body_bytes", "max_header_bytes", "header_timeout", "drain_timeout",
-                  "max_connections"});
+                  "max_connections", "over_limit_cache"});
   Config config;
   config.source = source;
   auto endpoint = [&](const char* name) {
@@ -353,6 +353,13 @@ Config Parse(const Field& root, const std::string& source) {
   }
   if (root.Has("header_timeout")) config.header_timeout = root["header_timeout"].Duration();
   if (root.Has("drain_timeout")) config.drain_timeout = root["drain_timeout"].Duration();
+  if (root.Has("over_limit_cache")) {
+    Field cache = root["over_limit_cache"];
+    cache.ExpectMap({"max_keys"});
+    config.over_limit_cache_keys =
+        cache.Has("max_keys") ? static_cast<size_t>(cache["max_keys"].Integer(1, 100'000'000))
+                              : 100'000;
+  }
   if (root.Has("max_connections")) {
     config.max_connections = static_cast<size_t>(root["max_connections"].Integer(1, 1'000'000));
   }
@@ -397,7 +404,12 @@ Result<ScriptMode> ParseScriptMode(std::string_view name) {
 }
 
 LimiterOptions LimiterOptionsOf(const Config& config) {
-  return {config.key_prefix, config.policy, config.failure};
+  LimiterOptions options{config.key_prefix, config.policy, config.failure};
+  if (config.over_limit_cache_keys > 0) {
+    options.over_limit_cache = std::make_shared<OverLimitCache>(std::make_shared<SteadyClock>(),
+                                                                config.over_limit_cache_keys);
+  }
+  return options;
 }
 
 Result<Config> ParseConfig(std::string_view yaml, std::string_view source) {

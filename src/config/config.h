@@ -70,7 +70,8 @@ struct Config {
   size_t max_header_bytes = size_t{16} * 1024;
   std::chrono::milliseconds header_timeout{10000};  // to receive a request's headers
   std::chrono::milliseconds drain_timeout{10000};   // on SIGTERM, for requests in flight
-  size_t max_connections = 4096;  // per listener; more are closed as soon as accepted
+  size_t max_connections = 4096;     // per listener; more are closed as soon as accepted
+  size_t over_limit_cache_keys = 0;  // 0: no over-limit cache
   std::vector<Rule> rules;
 };
 
@@ -81,7 +82,8 @@ Result<MultiRulePolicy> ParsePolicy(std::string_view name);
 Result<FailurePolicy> ParseFailurePolicy(std::string_view name);
 Result<ScriptMode> ParseScriptMode(std::string_view name);
 
-// The limiter options `config` asks for.
+// The limiter options `config` asks for, with a new over-limit cache when it asks for one (the
+// limiters of one configuration share it).
 LimiterOptions LimiterOptionsOf(const Config& config);
 
 // Parses and validates `yaml`; errors read "SOURCE:LINE: FIELD: what is wrong".

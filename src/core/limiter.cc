@@ -19,6 +19,7 @@ struct Limiter::State {
   std::atomic<uint64_t> store_errors{0};
   std::atomic<uint64_t> failure_policy{0};
   std::atomic<uint64_t> invalid_requests{0};
+  std::atomic<uint64_t> cache_rejections{0};
 
   // Counts the decision and hands it on.
   void Finish(Decision decision, const DecisionCallback& done) {
@@ -131,6 +132,39 @@ void Refund(const StatePtr& state, Plan plan, DecisionCallback done) {
   });
 }
 
+// The over-limit cache's decision for `plan`: rejected by the first enforced rule whose bucket is
+// known to stay short until later; none when every bucket may have room.
+std::optional<Decision> CachedRejection(const Limiter::State& state, const Plan& plan) {
+  for (size_t i = 0; i < plan.ops.size(); ++i) {
+    if (state.rules[plan.rules[i]].shadow || plan.ops[i].cost <= 0) continue;
+    const int64_t retry_ms = state.options.over_limit_cache->RetryMs(plan.ops[i].key);
+    if (retry_ms <= 0) continue;
+    Decision decision =
+        CombineVerdicts({{plan.rules[i], false, 0, retry_ms, false, false, plan.limits[i]}});
+    decision.from_cache = true;
+    return decision;
+  }
+  return std::nullopt;
+}
+
+// `done`, after remembering in the over-limit cache each enforced bucket the store rejected.
+DecisionCallback RememberingRejections(const Limiter::State& state, const Plan& plan,
+                                       DecisionCallback done) {
+  std::vector<std::pair<size_t, std::string>> keys;  // rule -> its bucket's key
+  keys.reserve(plan.ops.size());
+  for (size_t i = 0; i < plan.ops.size(); ++i) keys.emplace_back(plan.rules[i], plan.ops[i].key);
+  return [cache = state.options.over_limit_cache, keys = std::move(keys),
+          done = std::move(done)](Decision decision) {
+    for (const RuleVerdict& v : decision.verdicts) {
+      if (!decision.checked || v.allowed || v.shadow) continue;
+      for (const auto& [rule, key] : keys) {
+        if (rule == v.rule) cache->Remember(key, v.retry_ms);
+      }
+    }
+    done(std::move(decision));
+  };
+}
+
 // The bucket operations for `request`, or the reason a key could not be built.
 Result<Plan> MakePlan(const Limiter::State& state, const Request& request) {
   Plan plan;
@@ -207,6 +241,13 @@ void Limiter::Check(const Request& request, DecisionCallback done) const {
     return state_->Finish(std::move(decision), done);
   }
   if (plan->ops.empty()) return state_->Finish(CombineVerdicts({}), done);
+  if (state_->options.over_limit_cache) {
+    if (std::optional<Decision> cached = CachedRejection(*state_, *plan)) {
+      state_->cache_rejections.fetch_add(1, std::memory_order_relaxed);
+      return state_->Finish(std::move(cached).value(), done);
+    }
+    done = RememberingRejections(*state_, *plan, std::move(done));
+  }
 
   switch (state_->options.policy) {
     case MultiRulePolicy::kChargeAll:
@@ -235,8 +276,9 @@ const LimiterOptions& Limiter::options() const { return state_->options; }
 
 LimiterStats Limiter::Stats() const {
   auto get = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-  return {get(state_->checks),       get(state_->allowed),        get(state_->rejected),
-          get(state_->store_errors), get(state_->failure_policy), get(state_->invalid_requests)};
+  return {get(state_->checks),          get(state_->allowed),        get(state_->rejected),
+          get(state_->store_errors),    get(state_->failure_policy), get(state_->invalid_requests),
+          get(state_->cache_rejections)};
 }
 
 }  // namespace sluice

@@ -134,9 +134,9 @@ Gateway::Gateway(std::vector<std::shared_ptr<Store>> stores, std::function<bool(
 
 Status Gateway::Apply(config::Config config) {
   std::vector<std::unique_ptr<Limiter>> limiters;
+  const LimiterOptions options = config::LimiterOptionsOf(config);  // one cache for all loops
   for (const std::shared_ptr<Store>& store : stores_) {
-    Result<std::unique_ptr<Limiter>> limiter =
-        Limiter::Create(config.rules, config::LimiterOptionsOf(config), store);
+    Result<std::unique_ptr<Limiter>> limiter = Limiter::Create(config.rules, options, store);
     if (!limiter.ok()) return limiter.status();
     limiters.push_back(std::move(limiter).value());
   }

@@ -56,6 +56,7 @@ void Metrics::RecordDecision(const Decision& decision, const std::vector<RuleCou
                              double seconds) {
   check_latency_.Observe(seconds);
   Add(decision.allowed ? requests_allowed_ : requests_rejected_);
+  if (decision.from_cache) Add(cache_rejections_);
   if (!decision.checked) {
     if (decision.error.code() == StatusCode::kInvalidArgument) {
       Add(invalid_requests_);
@@ -87,6 +88,7 @@ std::string Metrics::Render(const std::vector<std::pair<std::string, double>>& g
                {{R"(decision="allowed")", Get(failure_allowed_)},
                 {R"(decision="rejected")", Get(failure_rejected_)}});
   RenderFamily(out, "sluice_upstream_errors_total", {{"", Get(upstream_errors_)}});
+  RenderFamily(out, "sluice_over_limit_cache_rejections_total", {{"", Get(cache_rejections_)}});
   std::vector<std::pair<std::string, uint64_t>> checks;
   std::vector<std::pair<std::string, uint64_t>> shadow;
   {

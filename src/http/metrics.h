@@ -66,6 +66,7 @@ class Metrics {
   std::atomic<uint64_t> failure_allowed_{0};
   std::atomic<uint64_t> failure_rejected_{0};
   std::atomic<uint64_t> upstream_errors_{0};
+  std::atomic<uint64_t> cache_rejections_{0};
   LatencyHistogram check_latency_;
   LatencyHistogram upstream_latency_;
 

@@ -70,7 +70,20 @@ TEST(ConfigTest, ConnectionAndResponseLimits) {
       "limits.yaml");
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->max_connections, 100u);
+  EXPECT_EQ(c->over_limit_cache_keys, 0u);  // off unless asked for
+  EXPECT_EQ(config::LimiterOptionsOf(*c).over_limit_cache, nullptr);
   EXPECT_EQ(c->upstream.max_response_bytes, 1024u);
+}
+
+TEST(ConfigTest, OverLimitCache) {
+  for (const auto& [yaml, keys] : {std::pair{"over_limit_cache: {}\n", size_t{100'000}},
+                                   std::pair{"over_limit_cache: {max_keys: 50}\n", size_t{50}}}) {
+    Result<Config> c =
+        ParseConfig(std::string(yaml) + "upstream: {address: 127.0.0.1:9000}\nrules: []\n", "c");
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    EXPECT_EQ(c->over_limit_cache_keys, keys);
+    EXPECT_NE(config::LimiterOptionsOf(*c).over_limit_cache, nullptr);
+  }
 }
 
 TEST(ConfigTest, ClusterStore) {

@@ -8,6 +8,7 @@
 #include <boost/asio/use_future.hpp>
 
 #include "sluice/memory_store.h"
+#include "sluice/over_limit_cache.h"
 
 namespace sluice {
 namespace {
@@ -46,6 +47,48 @@ TEST(LimiterTest, FailClosedDenies) {
   Decision d = Make(std::make_shared<FailingStore>(), options)->CheckBlocking({{"key", "a"}});
   EXPECT_FALSE(d.allowed);
   EXPECT_FALSE(d.checked);
+}
+
+// Counts the calls that reach the memory store behind it.
+class CountingStore final : public Store {
+ public:
+  explicit CountingStore(std::shared_ptr<Store> inner) : inner_(std::move(inner)) {}
+  void Apply(std::vector<BucketOp> ops, StoreCallback done) override {
+    ++calls;
+    inner_->Apply(std::move(ops), std::move(done));
+  }
+  std::atomic<int> calls{0};
+
+ private:
+  std::shared_ptr<Store> inner_;
+};
+
+TEST(LimiterTest, OverLimitCacheAnswersAnEmptyBucketUntilItsRetryTime) {
+  auto clock = std::make_shared<ManualClock>(0);
+  auto store = std::make_shared<CountingStore>(std::make_shared<MemoryStore>(clock));
+  LimiterOptions options;
+  options.over_limit_cache = std::make_shared<OverLimitCache>(clock, 1000);
+  auto limiter = Make(store, options);  // 2 a minute: one token every 30 s
+  const Request a{{"key", "a"}};
+  EXPECT_TRUE(limiter->CheckBlocking(a).allowed);
+  EXPECT_TRUE(limiter->CheckBlocking(a).allowed);
+  Decision rejected = limiter->CheckBlocking(a);
+  EXPECT_FALSE(rejected.allowed);
+  EXPECT_FALSE(rejected.from_cache);
+  EXPECT_EQ(store->calls, 3);
+  for (int i = 0; i < 10; ++i) {
+    Decision d = limiter->CheckBlocking(a);
+    EXPECT_FALSE(d.allowed);
+    EXPECT_TRUE(d.from_cache);
+    EXPECT_TRUE(d.checked);
+    EXPECT_EQ(d.retry_after_s, 30);
+  }
+  EXPECT_EQ(store->calls, 3) << "the store was asked about a key the cache knows is empty";
+  EXPECT_EQ(limiter->Stats().cache_rejections, 10u);
+  EXPECT_TRUE(limiter->CheckBlocking({{"key", "b"}}).allowed);  // other keys are not touched
+  clock->Advance(30'000);
+  EXPECT_TRUE(limiter->CheckBlocking(a).allowed);  // the token is back, and the store says so
+  EXPECT_EQ(store->calls, 5);
 }
 
 TEST(LimiterTest, OverlongValueIsRefusedWhateverThePolicy) {

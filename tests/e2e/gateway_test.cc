@@ -80,6 +80,34 @@ TEST(GatewayE2eTest, TwoGatewaysOneClusterAdmitExactlyTheLimit) {
   EXPECT_EQ(ok, 100);
 }
 
+// Once Redis has said no for a key, the gateway answers that key's next requests itself until
+// the retry time: Redis sees no further call.
+TEST(GatewayE2eTest, OverLimitCacheSparesTheStore) {
+  RedisServer redis;
+  Upstream upstream;
+  Gateway gateway(upstream.port(), RedisStore(redis) + "over_limit_cache: {max_keys: 1000}\n" +
+                                       "rules:\n  - {name: per-key, key: key, capacity: 2, "
+                                       "period: 1h}\n");
+  auto calls = [&] {
+    const std::string stats = redis.Client()->String({"INFO", "commandstats"});
+    const size_t at = stats.find("cmdstat_evalsha:calls=");
+    return at == std::string::npos ? 0 : std::stol(stats.substr(at + 22));
+  };
+  for (int i = 0; i < 3; ++i) gateway.Get("/", {{"X-Api-Key", "hot"}});
+  const long before = calls();
+  for (int i = 0; i < 20; ++i) {
+    HttpResult r = gateway.Get("/", {{"X-Api-Key", "hot"}});
+    EXPECT_EQ(r.status, 429);
+    EXPECT_EQ(r.Header("retry-after"), "1800");
+  }
+  EXPECT_EQ(calls(), before) << "rejections from the cache must not reach Redis";
+  EXPECT_EQ(gateway.Get("/", {{"X-Api-Key", "cold"}}).status, 200);
+  EXPECT_EQ(calls(), before + 1);
+  const std::string metrics = Fetch(gateway.admin(), "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("sluice_over_limit_cache_rejections_total 20"), std::string::npos)
+      << metrics;
+}
+
 TEST(GatewayE2eTest, ThreeRulesTightestInHeadersRejectingInBody) {
   Upstream upstream;
   Gateway gateway(upstream.port(),
