@@ -85,7 +85,8 @@ class RedisStore final : public Store {
   RedisStore(const RedisStore&) = delete;
   RedisStore& operator=(const RedisStore&) = delete;
 
-  // All of `ops` in one script call, so their keys must share a slot on a cluster node. When an
+  // All of `ops` of one algorithm in one script call (so their keys must share a slot on a
+  // cluster node); ops of each algorithm in a call of their own, in the same write. When an
   // op asks for a replica wait, the write that carries the call ends with one WAIT (for the most
   // replicas and the longest timeout its calls ask), and `done` runs after its answer. WAIT
   // holds the connection while it waits: keep its timeout well under the store's.
@@ -105,10 +106,12 @@ class RedisStore final : public Store {
   std::shared_ptr<Connection> connection_;
 };
 
-// The Lua source of the token bucket script, as embedded at build time.
+// The Lua sources of the token bucket and GCRA scripts, as embedded at build time.
 std::string_view TokenBucketScript();
+std::string_view GcraScript();
 
-// The Redis 7 function library ("sluice") that registers the same script as a function.
-std::string TokenBucketFunctionLibrary();
+// The Redis 7 function library ("sluice") that registers both scripts as functions,
+// sluice_token_bucket and sluice_gcra.
+std::string FunctionLibrary();
 
 }  // namespace sluice

@@ -43,6 +43,13 @@ struct ReplicaWait {
   bool operator==(const ReplicaWait&) const = default;
 };
 
+// How a rule counts. Both keep one bucket per key and decide alike for the same limit; GCRA keeps
+// one number per key (less memory in Redis), the token bucket two.
+enum class Algorithm {
+  kTokenBucket,  // the design document's: tokens and the time of the last refill
+  kGcra,         // the theoretical arrival time at which the bucket is full again
+};
+
 struct Rule {
   std::string name;       // for people, headers and metrics: "per-key"
   std::string attribute;  // the request attribute that keys it: "ip", "key", "header:X-Client"
@@ -60,6 +67,7 @@ struct Rule {
   // Limits of their own for particular attribute values: one API key with a bigger allowance.
   std::map<std::string, Limit, std::less<>> overrides = {};
   ReplicaWait wait = {};  // stores with replicas (Redis) only
+  Algorithm algorithm = Algorithm::kTokenBucket;
 
   // The bucket family actually used: `bucket`, or the attribute when `bucket` is empty.
   std::string_view BucketName() const { return bucket.empty() ? attribute : bucket; }

@@ -20,6 +20,7 @@ struct BucketOp {
   Limit limit;
   int64_t cost = 1;
   ReplicaWait wait = {};  // the rule's; a store without replicas ignores it
+  Algorithm algorithm = Algorithm::kTokenBucket;
 };
 
 // Ok when every operation's limit is valid and its cost within [-capacity, capacity]; stores

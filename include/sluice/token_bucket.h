@@ -13,6 +13,7 @@ namespace sluice {
 struct BucketState {
   double tokens = 0;       // tokens in the bucket at `updated_ms`, possibly fractional
   int64_t updated_ms = 0;  // the store's clock at the last change
+  double tat_ms = 0;       // GCRA's one number instead: when the bucket is full again
 
   friend bool operator==(const BucketState&, const BucketState&) = default;
 };

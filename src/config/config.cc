@@ -243,7 +243,7 @@ Limit ParseLimit(const Field& f, Limit base) {
 
 Rule ParseRule(const Field& f) {
   f.ExpectMap({"name", "key", "bucket", "capacity", "tokens", "period", "cost", "shadow", "match",
-               "overrides", "wait"});
+               "overrides", "wait", "algorithm"});
   for (const char* required : {"name", "key", "capacity", "period"}) {
     if (!f.Has(required)) f.Fail(std::string("needs a ") + required);
   }
@@ -254,6 +254,11 @@ Rule ParseRule(const Field& f) {
   rule.limit = ParseLimit(f, {});
   if (f.Has("cost")) rule.cost = f["cost"].Integer(0, Limit::kMaxCapacity);
   if (f.Has("shadow")) rule.shadow = f["shadow"].Bool();
+  if (f.Has("algorithm")) {
+    const std::string algorithm = f["algorithm"].OneOf({"token-bucket", "gcra", "fixed-window"});
+    if (algorithm == "fixed-window") f["algorithm"].Fail("fixed-window is not available yet");
+    rule.algorithm = algorithm == "gcra" ? Algorithm::kGcra : Algorithm::kTokenBucket;
+  }
   if (f.Has("wait")) {
     Field wait = f["wait"];
     wait.ExpectMap({"replicas", "timeout"});

@@ -172,13 +172,18 @@ Result<Plan> MakePlan(const Limiter::State& state, const Request& request) {
     const Rule& rule = state.rules[i];
     const std::string* value = request.Find(rule.attribute);
     if (value == nullptr || !rule.MatchesRoute(request)) continue;
-    Result<std::string> key = BucketKey(state.options.key_prefix, rule.BucketName(), *value);
+    // GCRA's buckets have keys of their own: a rule that changes algorithm starts afresh rather
+    // than reading the other algorithm's state.
+    Result<std::string> key =
+        BucketKey(rule.algorithm == Algorithm::kGcra ? state.options.key_prefix + "gcra:"
+                                                     : state.options.key_prefix,
+                  rule.BucketName(), *value);
     if (!key.ok()) {
       return Status::InvalidArgument("attribute \"" + rule.attribute +
                                      "\": " + key.status().message());
     }
     const Limit& limit = rule.LimitFor(*value);
-    plan.ops.push_back({std::move(key).value(), limit, rule.cost, rule.wait});
+    plan.ops.push_back({std::move(key).value(), limit, rule.cost, rule.wait, rule.algorithm});
     plan.rules.push_back(i);
     plan.limits.push_back(limit);
   }

@@ -75,6 +75,15 @@ TEST(ConfigTest, ConnectionAndResponseLimits) {
   EXPECT_EQ(c->upstream.max_response_bytes, 1024u);
 }
 
+TEST(ConfigTest, Algorithm) {
+  Result<Config> c = ParseConfig(
+      "upstream: {address: 127.0.0.1:9000}\n"
+      "rules: [{name: r, key: ip, capacity: 5, period: 1s, algorithm: gcra}]\n",
+      "c");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->rules[0].algorithm, Algorithm::kGcra);
+}
+
 TEST(ConfigTest, OverLimitCache) {
   for (const auto& [yaml, keys] : {std::pair{"over_limit_cache: {}\n", size_t{100'000}},
                                    std::pair{"over_limit_cache: {max_keys: 50}\n", size_t{50}}}) {
@@ -106,6 +115,7 @@ TEST(ConfigTest, ClusterStore) {
   EXPECT_EQ(cluster.password, "s3cret");
   EXPECT_EQ(cluster.refresh_interval, std::chrono::milliseconds(5000));
   EXPECT_EQ(c->rules[0].wait, (ReplicaWait{1, 10}));
+  EXPECT_EQ(c->rules[0].algorithm, Algorithm::kTokenBucket);
 }
 
 struct BadConfig {
@@ -200,6 +210,10 @@ INSTANTIATE_TEST_SUITE_P(
                   "upstream: {address: a:1}\nrules:\n  - {name: r, key: ip, capacity: 5, period: "
                   "1s, wait: {replicas: 1, timeout: 1ms}}\n",
                   "rules[0].wait: the memory store has no replicas"},
+        BadConfig{"UnknownAlgorithm",
+                  "upstream: {address: a:1}\nrules:\n  - {name: r, key: ip, capacity: 5, period: "
+                  "1s, algorithm: leaky}\n",
+                  "rules[0].algorithm: \"leaky\" is not one of token-bucket | gcra | fixed-window"},
         BadConfig{"ShadowNotBool",
                   "upstream: {address: a:1}\nrules:\n  - {name: r, key: ip, capacity: 5, period: "
                   "1s, shadow: maybe}\n",

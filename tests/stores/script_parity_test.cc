@@ -1,13 +1,15 @@
-// The memory store's arithmetic (TakeTokens) against the Lua script run by a real Redis, on the
-// same random schedules. Two calls are swapped in the script under test: TIME comes from two
-// extra arguments, so that both sides see the same milliseconds, and the expiry is recorded in
-// the hash instead of set, so that the real clock cannot expire a bucket mid-test.
+// The memory store's arithmetic (TakeTokens, TakeGcra) against the Lua scripts run by a real
+// Redis, on the same random schedules. Two calls are swapped in each script under test: TIME
+// comes from two extra arguments, so that both sides see the same milliseconds, and the expiry
+// is recorded instead of set, so that the real clock cannot expire a bucket mid-test.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <optional>
 #include <random>
 #include <string>
 
+#include "sluice/gcra.h"
 #include "sluice/redis_store.h"
 #include "sluice/token_bucket.h"
 #include "support/redis_server.h"
@@ -21,33 +23,34 @@ void Swap(std::string& script, const std::string& from, const std::string& to) {
   script.replace(at, from.size(), to);
 }
 
-std::string ScriptWithClockFromArgs() {
-  std::string script(TokenBucketScript());
-  Swap(script, "redis.call('TIME')", "{ARGV[#ARGV - 1], ARGV[#ARGV]}");
-  Swap(script, "redis.call('PEXPIRE', key,", "redis.call('HSET', key, 'ttl',");
-  return script;
-}
+// Runs `script` (its TIME already swapped for the last two arguments) and `take`, the C++
+// mirror, on the same 400 random steps over five buckets, every call taking all five at once as
+// a request with five rules would; the replies must be equal, and `stored` compares what the
+// script kept under each key with the mirror's outcome. Returns the mirror's bucket states.
+using Take =
+    std::function<TakeOutcome(size_t bucket, const Limit& limit, int64_t cost, int64_t now_ms)>;
+using Stored = std::function<void(testing::RedisClient& client, size_t bucket,
+                                  const std::string& key, const TakeOutcome& expected)>;
 
-TEST(ScriptParityTest, MemoryArithmeticMatchesTheScriptOnRandomSchedules) {
+void RunRandomSchedule(const std::string& script, const std::string& key_prefix, uint64_t seed,
+                       const Take& take, const Stored& stored) {
   testing::RedisServer server;
   auto client = server.Client();
-  const std::string sha = client->String({"SCRIPT", "LOAD", ScriptWithClockFromArgs()});
-  std::mt19937_64 rng(20261202);
-  // Every call takes all five buckets at once, as a request with five rules would.
+  const std::string sha = client->String({"SCRIPT", "LOAD", script});
+  std::mt19937_64 rng(seed);
   const std::vector<Limit> limits = {
-      {100, 100, 60'000}, {1, 1, 3}, {7, 3, 1'000}, {10, 1, 86'400'000}, {1'000'000, 999'999, 1}};
-  std::vector<std::optional<BucketState>> states(limits.size());
+      {100, 100, 60'000}, {1, 1, 3}, {7, 3, 1'000}, {10, 1, 86'400'000}, {10'000, 1'000, 1'000}};
   int64_t now_ms = 1'764'633'600'000;  // a real epoch time, as TIME gives
   for (int step = 0; step < 400; ++step) {
     now_ms += std::uniform_int_distribution<int64_t>(0, 700)(rng);
     std::vector<std::string> command = {"EVALSHA", sha, std::to_string(limits.size())};
-    for (size_t i = 0; i < limits.size(); ++i) command.push_back("parity:" + std::to_string(i));
+    for (size_t i = 0; i < limits.size(); ++i) command.push_back(key_prefix + std::to_string(i));
     std::vector<TakeOutcome> expected;
     for (size_t i = 0; i < limits.size(); ++i) {
       const Limit& limit = limits[i];
       const int64_t cost =
           std::uniform_int_distribution<int64_t>(-1, std::min<int64_t>(limit.capacity, 3))(rng);
-      expected.push_back(TakeTokens(states[i], limit, cost, now_ms));
+      expected.push_back(take(i, limit, cost, now_ms));
       for (int64_t n : {limit.capacity, limit.tokens, limit.period_ms, cost}) {
         command.push_back(std::to_string(n));
       }
@@ -59,21 +62,64 @@ TEST(ScriptParityTest, MemoryArithmeticMatchesTheScriptOnRandomSchedules) {
     ASSERT_EQ(reply->elements, 3 * limits.size());
     for (size_t i = 0; i < limits.size(); ++i) {
       SCOPED_TRACE("step " + std::to_string(step) + ", bucket " + std::to_string(i));
-      const std::string key = "parity:" + std::to_string(i);
       BucketReply got{reply->element[3 * i]->integer == 1, reply->element[3 * i + 1]->integer,
                       reply->element[3 * i + 2]->integer};
       ASSERT_EQ(got, expected[i].reply);
-      ASSERT_EQ(std::stod(client->String({"HGET", key, "tokens"})), expected[i].state.tokens);
-      ASSERT_EQ(std::stod(client->String({"HGET", key, "ttl"})),
-                static_cast<double>(expected[i].ttl_ms));
-      if (expected[i].ttl_ms <= 0) {  // PEXPIRE 0 deletes the key: a full bucket is no bucket
-        client->Command({"DEL", key});
-        states[i].reset();
-      } else {
-        states[i] = expected[i].state;
-      }
+      stored(*client, i, key_prefix + std::to_string(i), expected[i]);
+      if (::testing::Test::HasFatalFailure()) return;
     }
   }
+}
+
+// The token bucket: the expiry is recorded in the hash instead of set, so that the real clock
+// cannot expire a bucket mid-test.
+TEST(ScriptParityTest, MemoryArithmeticMatchesTheScriptOnRandomSchedules) {
+  std::string script(TokenBucketScript());
+  Swap(script, "redis.call('TIME')", "{ARGV[#ARGV - 1], ARGV[#ARGV]}");
+  Swap(script, "redis.call('PEXPIRE', key,", "redis.call('HSET', key, 'ttl',");
+  std::vector<std::optional<BucketState>> states(5);
+  RunRandomSchedule(
+      script, "parity:", 20261202,
+      [&](size_t i, const Limit& limit, int64_t cost, int64_t now_ms) {
+        return TakeTokens(states[i], limit, cost, now_ms);
+      },
+      [&](testing::RedisClient& client, size_t i, const std::string& key,
+          const TakeOutcome& expected) {
+        ASSERT_EQ(std::stod(client.String({"HGET", key, "tokens"})), expected.state.tokens);
+        ASSERT_EQ(std::stod(client.String({"HGET", key, "ttl"})),
+                  static_cast<double>(expected.ttl_ms));
+        if (expected.ttl_ms <= 0) {  // PEXPIRE 0 deletes the key: a full bucket is no bucket
+          client.Command({"DEL", key});
+          states[i].reset();
+        } else {
+          states[i] = expected.state;
+        }
+      });
+}
+
+// GCRA: the key's expiry is recorded beside it instead of set.
+TEST(ScriptParityTest, GcraArithmeticMatchesItsScriptOnRandomSchedules) {
+  std::string script(GcraScript());
+  Swap(script, "redis.call('TIME')", "{ARGV[#ARGV - 1], ARGV[#ARGV]}");
+  Swap(script, "redis.call('SET', key, tat, 'PX', ttl)",
+       "redis.call('SET', key, tat); redis.call('SET', key .. ':ttl', ttl)");
+  std::vector<std::optional<double>> tats(5);
+  RunRandomSchedule(
+      script, "gcra:", 20261203,
+      [&](size_t i, const Limit& limit, int64_t cost, int64_t now_ms) {
+        return TakeGcra(tats[i], limit, cost, now_ms);
+      },
+      [&](testing::RedisClient& client, size_t i, const std::string& key,
+          const TakeOutcome& expected) {
+        if (expected.ttl_ms <= 0) {  // full: the script deleted the key
+          ASSERT_EQ(client.Integer({"EXISTS", key}), 0);
+          tats[i].reset();
+          return;
+        }
+        ASSERT_EQ(std::stod(client.String({"GET", key})), expected.state.tat_ms);
+        ASSERT_EQ(std::stoll(client.String({"GET", key + ":ttl"})), expected.ttl_ms);
+        tats[i] = expected.state.tat_ms;
+      });
 }
 
 }  // namespace

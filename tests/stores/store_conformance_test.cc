@@ -68,8 +68,9 @@ class StoreConformanceTest : public ::testing::TestWithParam<StoreKind> {
   }
 
   // Tokens left in a bucket, looked at with a cost of 0.
-  int64_t Remaining(const std::string& key, Limit limit) {
-    auto replies = testing::ApplyBlocking(*store_, {{key, limit, 0}});
+  int64_t Remaining(const std::string& key, Limit limit,
+                    Algorithm algorithm = Algorithm::kTokenBucket) {
+    auto replies = testing::ApplyBlocking(*store_, {{key, limit, 0, {}, algorithm}});
     EXPECT_TRUE(replies.ok()) << replies.status().ToString();
     return replies.ok() ? replies->front().remaining : -1;
   }
@@ -82,6 +83,28 @@ class StoreConformanceTest : public ::testing::TestWithParam<StoreKind> {
 const Limit kFivePerHour{5, 5, 3'600'000};
 const Limit kTenPerHour{10, 10, 3'600'000};
 const Limit kHundredPerHour{100, 100, 3'600'000};
+
+// GCRA decides as the token bucket does, on every store, and a request whose rules use both
+// algorithms is answered in one Apply (two script calls in one write on Redis).
+TEST_P(StoreConformanceTest, GcraCountsDownLikeTheTokenBucket) {
+  Rule per_key{"per-key", "key", "", kFivePerHour, 1};
+  Rule per_ip{"per-ip", "ip", "", kTenPerHour, 1};
+  per_key.algorithm = Algorithm::kGcra;
+  auto limiter = MakeLimiter({per_key, per_ip});
+  Request request{{"key", "ak_abc123"}, {"ip", "203.0.113.42"}};
+  for (int i = 4; i >= 0; --i) {
+    Decision d = limiter->CheckBlocking(request);
+    ASSERT_TRUE(d.allowed) << d.error.ToString();
+    ASSERT_EQ(d.verdicts.at(0).remaining, i);      // GCRA
+    ASSERT_EQ(d.verdicts.at(1).remaining, i + 5);  // token bucket
+  }
+  Decision d = limiter->CheckBlocking(request);
+  EXPECT_FALSE(d.allowed);
+  EXPECT_GT(d.verdicts[0].retry_ms, 719'000);
+  EXPECT_LE(d.verdicts[0].retry_ms, 720'000);
+  EXPECT_EQ(d.retry_after_s, 720);
+  EXPECT_EQ(Remaining("rl:gcra:key:ak_abc123", per_key.limit, Algorithm::kGcra), 0);
+}
 
 TEST_P(StoreConformanceTest, CountsDownThenRejectsWithRetry) {
   auto limiter = MakeLimiter({{"per-key", "key", "", kFivePerHour, 1}});

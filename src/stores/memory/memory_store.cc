@@ -6,6 +6,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "sluice/gcra.h"
+
 namespace sluice {
 namespace {
 
@@ -26,7 +28,10 @@ class MemoryStore::Shard {
     std::optional<BucketState> state;
     if (it != buckets_.end() && it->second.expires_ms > now_ms) state = it->second.state;
 
-    TakeOutcome out = TakeTokens(state, op.limit, op.cost, now_ms);
+    TakeOutcome out = op.algorithm == Algorithm::kGcra
+                          ? TakeGcra(state ? std::optional<double>(state->tat_ms) : std::nullopt,
+                                     op.limit, op.cost, now_ms)
+                          : TakeTokens(state, op.limit, op.cost, now_ms);
     if (out.ttl_ms <= 0) {
       if (it != buckets_.end()) Erase(it);
       return out.reply;

@@ -27,7 +27,16 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr std::string_view kFunctionName = "sluice_token_bucket";
+constexpr size_t kAlgorithms = 2;
+
+size_t Index(Algorithm algorithm) { return static_cast<size_t>(algorithm); }
+
+constexpr std::array<std::string_view, kAlgorithms> kFunctionNames = {"sluice_token_bucket",
+                                                                      "sluice_gcra"};
+
+std::string_view ScriptOf(Algorithm algorithm) {
+  return algorithm == Algorithm::kGcra ? GcraScript() : TokenBucketScript();
+}
 // A NOSCRIPT answer is followed by a reload and a resend; twice in a row for one operation
 // means something else is wrong, and the check fails instead of looping.
 constexpr int kMaxResends = 2;
@@ -73,12 +82,32 @@ Result<std::vector<BucketReply>> ParseBucketReplies(const redisReply& reply, siz
 
 }  // namespace
 
-std::string TokenBucketFunctionLibrary() {
-  std::string library = "#!lua name=sluice\n\nredis.register_function('";
-  library.append(kFunctionName).append("', function(KEYS, ARGV)\n");
-  library.append(TokenBucketScript());
-  library.append("end)\n");
+std::string FunctionLibrary() {
+  std::string library = "#!lua name=sluice\n";
+  for (Algorithm algorithm : {Algorithm::kTokenBucket, Algorithm::kGcra}) {
+    library.append("\nredis.register_function('").append(kFunctionNames[Index(algorithm)]);
+    library.append("', function(KEYS, ARGV)\n").append(ScriptOf(algorithm)).append("end)\n");
+  }
   return library;
+}
+
+// `ops` split by algorithm, each part with the positions its ops had.
+struct AlgorithmPart {
+  std::vector<BucketOp> ops;
+  std::vector<size_t> positions;
+};
+std::vector<AlgorithmPart> SplitByAlgorithm(std::vector<BucketOp> ops) {
+  std::array<AlgorithmPart, kAlgorithms> parts;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    AlgorithmPart& part = parts[Index(ops[i].algorithm)];
+    part.ops.push_back(std::move(ops[i]));
+    part.positions.push_back(i);
+  }
+  std::vector<AlgorithmPart> used;
+  for (AlgorithmPart& part : parts) {
+    if (!part.ops.empty()) used.push_back(std::move(part));
+  }
+  return used;
 }
 
 // One auto-pipelined connection and the thread that runs it. Everything but Submit and the
@@ -122,6 +151,7 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     check->ops = std::move(ops);
     check->done = std::move(done);
     check->asking = call.asking;
+    check->algorithm = check->ops.front().algorithm;
     check->deadline = Clock::now() + options_.timeout;
     if (call.deadline) check->deadline = std::min(check->deadline, *call.deadline);
     for (const BucketOp& op : check->ops) {
@@ -161,6 +191,7 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     std::vector<BucketOp> ops;
     StoreCallback done;
     bool asking = false;
+    Algorithm algorithm = Algorithm::kTokenBucket;    // of every op: one script call
     ReplicaWait wait;                                 // the most any op asks for
     std::optional<std::vector<BucketReply>> replies;  // the script's, while WAIT is pending
     int resends = 0;                                  // after NOSCRIPT
@@ -178,9 +209,9 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   // A command written and not yet answered. Replies arrive in the order commands were written.
   struct Pending {
     enum class Kind { kHandshake, kLoad, kAsking, kBucket, kWait } kind;
-    CheckPtr check = nullptr;  // for kBucket
-    std::vector<CheckPtr> waiters =
-        {};  // for kWait: the checks written before it that asked for it
+    CheckPtr check = nullptr;            // for kBucket
+    std::vector<CheckPtr> waiters = {};  // for kWait: the checks written before it asking for it
+    Algorithm algorithm = Algorithm::kTokenBucket;  // for kLoad: which script it loads
   };
 
   // The soonest deadline on top.
@@ -245,14 +276,18 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     Flush();
   }
 
+  // Both scripts (each reply names its digest), or the library with both functions.
   void WriteLoad() {
     redis::RespWriter out(out_);
     if (options_.mode == ScriptMode::kEvalsha) {
-      out.Write({"SCRIPT", "LOAD", TokenBucketScript()});
+      for (Algorithm algorithm : {Algorithm::kTokenBucket, Algorithm::kGcra}) {
+        out.Write({"SCRIPT", "LOAD", ScriptOf(algorithm)});
+        pending_.push_back({Pending::Kind::kLoad, nullptr, {}, algorithm});
+      }
     } else {
       out.Write({"FUNCTION", "LOAD", "REPLACE", function_library_});
+      pending_.push_back({Pending::Kind::kLoad, nullptr});
     }
-    pending_.push_back({Pending::Kind::kLoad, nullptr});
     script_loads_.fetch_add(1, std::memory_order_relaxed);
   }
 
@@ -390,9 +425,9 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     }
     out.Command(3 + 5 * ops.size());
     if (options_.mode == ScriptMode::kEvalsha) {
-      out.Arg("EVALSHA").Arg(script_sha_);
+      out.Arg("EVALSHA").Arg(script_sha_[Index(check->algorithm)]);
     } else {
-      out.Arg("FCALL").Arg(kFunctionName);
+      out.Arg("FCALL").Arg(kFunctionNames[Index(check->algorithm)]);
     }
     out.Arg(static_cast<int64_t>(ops.size()));
     for (const BucketOp& op : ops) out.Arg(op.key);
@@ -506,7 +541,7 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
                         " refused the connection's setup: " + std::string(ErrorText(reply)));
     }
     if (options_.mode == ScriptMode::kEvalsha && reply.type == REDIS_REPLY_STRING) {
-      script_sha_.assign(reply.str, static_cast<size_t>(reply.len));  // SCRIPT LOAD's digest
+      script_sha_[Index(p.algorithm)].assign(reply.str, static_cast<size_t>(reply.len));
     }
     if (p.kind == Pending::Kind::kLoad) reload_queued_ = false;
     if (p.kind == Pending::Kind::kHandshake && state_ == State::kConnecting && LastSetupReply()) {
@@ -619,7 +654,7 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   // --- Members ------------------------------------------------------------------------------
 
   const RedisOptions options_;
-  const std::string function_library_ = TokenBucketFunctionLibrary();
+  const std::string function_library_ = FunctionLibrary();
 
   stores::StoreLoop loop_;  // first in, last out: everything below runs on it
   asio::io_context& io_;
@@ -650,7 +685,7 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   State state_ = State::kConnecting;
   uint64_t generation_ = 0;  // bumped on every disconnect; stale handlers see a new value
   std::string last_error_;
-  std::string script_sha_;
+  std::array<std::string, kAlgorithms> script_sha_;  // by algorithm
   ReaderPtr reader_;
   std::array<char, 64UL * 1024> read_buffer_;
   std::string out_;             // commands waiting for the next write
@@ -686,11 +721,43 @@ RedisStore::RedisStore(RedisOptions options, asio::io_context& io)
 RedisStore::~RedisStore() { connection_->Stop(); }
 
 void RedisStore::Apply(std::vector<BucketOp> ops, StoreCallback done) {
-  connection_->Submit(std::move(ops), {}, std::move(done));
+  Apply(std::move(ops), RedisCall{}, std::move(done));
 }
 
 void RedisStore::Apply(std::vector<BucketOp> ops, RedisCall call, StoreCallback done) {
-  connection_->Submit(std::move(ops), call, std::move(done));
+  const bool one_algorithm = std::all_of(ops.begin(), ops.end(), [&](const BucketOp& op) {
+    return op.algorithm == ops.front().algorithm;
+  });
+  if (one_algorithm) return connection_->Submit(std::move(ops), call, std::move(done));
+  // A call per algorithm, in the same write; one answer when both have come, in the ops' order.
+  struct Join {
+    std::mutex mutex;
+    std::vector<BucketReply> replies;
+    size_t outstanding = 0;
+    std::optional<Status> error;
+    StoreCallback done;
+  };
+  const size_t count = ops.size();
+  std::vector<AlgorithmPart> parts = SplitByAlgorithm(std::move(ops));
+  auto join = std::make_shared<Join>();
+  join->replies.resize(count);
+  join->outstanding = parts.size();
+  join->done = std::move(done);
+  for (AlgorithmPart& part : parts) {
+    connection_->Submit(
+        std::move(part.ops), call,
+        [join, positions = part.positions](Result<std::vector<BucketReply>> result) {
+          std::unique_lock lock(join->mutex);
+          if (!result.ok() && !join->error) join->error = result.status();
+          for (size_t k = 0; result.ok() && k < positions.size(); ++k) {
+            join->replies[positions[k]] = (*result)[k];
+          }
+          if (--join->outstanding > 0) return;
+          lock.unlock();
+          if (join->error) return join->done(*join->error);
+          join->done(std::move(join->replies));
+        });
+  }
 }
 
 bool RedisStore::Ready() const { return connection_->Ready(); }
