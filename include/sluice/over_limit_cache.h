@@ -27,7 +27,7 @@ class OverLimitCache {
   void Remember(const std::string& key, int64_t retry_ms);
 
   // How many more milliseconds `key` is known to stay over its limit; 0 when it is not.
-  int64_t RetryMs(std::string_view key) const;
+  int64_t RetryMs(const std::string& key) const;
 
   size_t size() const;
 

@@ -62,39 +62,16 @@ class Service {
     path_ = path;
     const auto snapshot = gateway_->Current();
     const config::Config& c = snapshot->config;
-    auto bind = [](http::Server& server, const config::Endpoint& where, const char* what) {
-      if (Status s = server.Listen(where); !s.ok()) throw std::runtime_error(s.message());
-      spdlog::info("{} listening on {}:{}", what, where.host, server.port());
-    };
     gateway_->SetUpstreams(UpstreamPools(c.upstream));
     gateway_->SetGauges([this] {
       return std::vector<std::pair<std::string, double>>{
           {"sluice_requests_in_flight", static_cast<double>(InFlight())}};
     });
-    proxy_ = std::make_unique<http::Server>(
-        loops_,
-        [this](auto r, auto p, size_t loop) {
-          return gateway_->HandleProxy(std::move(r), p, loop);
-        },
-        Limits(c));
-    bind(*proxy_, c.listen, "proxy");
-    if (c.check_listen) {
-      check_ = std::make_unique<http::Server>(
-          loops_,
-          [this](auto r, auto p, size_t loop) {
-            return gateway_->HandleCheck(std::move(r), p, loop);
-          },
-          Limits(c));
-      bind(*check_, *c.check_listen, "check API");
-    }
+    proxy_ = Listen(&http::Gateway::HandleProxy, c, c.listen, "proxy");
+    if (c.check_listen)
+      check_ = Listen(&http::Gateway::HandleCheck, c, *c.check_listen, "check API");
     // Last: /metrics reads the other servers' counts.
-    admin_ = std::make_unique<http::Server>(
-        loops_,
-        [this](auto r, auto p, size_t loop) {
-          return gateway_->HandleAdmin(std::move(r), p, loop);
-        },
-        Limits(c));
-    bind(*admin_, c.admin_listen, "admin");
+    admin_ = Listen(&http::Gateway::HandleAdmin, c, c.admin_listen, "admin");
     drain_timeout_ = c.drain_timeout;
     asio::post(loops_[0], [this] { WaitForSignals(); });
     loops_.Join();
@@ -103,6 +80,24 @@ class Service {
   }
 
  private:
+  using GatewayHandler = asio::awaitable<http::HttpResponse> (http::Gateway::*)(http::HttpRequest,
+                                                                                asio::ip::address,
+                                                                                size_t);
+
+  // A server on the event loops that answers with `handler` of the gateway, listening on `where`.
+  std::unique_ptr<http::Server> Listen(GatewayHandler handler, const config::Config& c,
+                                       const config::Endpoint& where, const char* what) {
+    auto server = std::make_unique<http::Server>(
+        loops_,
+        [this, handler](http::HttpRequest r, asio::ip::address peer, size_t loop) {
+          return (gateway_.get()->*handler)(std::move(r), peer, loop);
+        },
+        Limits(c));
+    if (Status s = server->Listen(where); !s.ok()) throw std::runtime_error(s.message());
+    spdlog::info("{} listening on {}:{}", what, where.host, server->port());
+    return server;
+  }
+
   size_t InFlight() const {
     return (proxy_ ? proxy_->InFlight() : 0) + (check_ ? check_->InFlight() : 0);
   }

@@ -18,10 +18,10 @@ void OverLimitCache::Remember(const std::string& key, int64_t retry_ms) {
   until_[key] = now + retry_ms;
 }
 
-int64_t OverLimitCache::RetryMs(std::string_view key) const {
+int64_t OverLimitCache::RetryMs(const std::string& key) const {
   const int64_t now = clock_->NowMs();
   std::lock_guard lock(mutex_);
-  auto it = until_.find(std::string(key));
+  auto it = until_.find(key);
   if (it == until_.end()) return 0;
   if (it->second <= now) {
     until_.erase(it);
