@@ -79,7 +79,8 @@ class RedisStore final : public Store {
   // the store's pending work or be destroyed with it undone.
   RedisStore(RedisOptions options, boost::asio::io_context& io);
   // Checks still pending complete with kUnavailable (on an external io_context, when it next
-  // runs); the own thread, if any, is joined.
+  // runs; if it never runs again, they are dropped with it, uncompleted); the own thread, if
+  // any, is joined.
   ~RedisStore() override;
 
   RedisStore(const RedisStore&) = delete;
