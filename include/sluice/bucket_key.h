@@ -17,8 +17,10 @@ inline constexpr size_t kMaxAttributeValueBytes = 1024;
 // letters, digits and "-._~@" become %XX, so an encoded value never holds ':', '{', '}', '%' on
 // its own, spaces or control characters. Because `bucket` comes from the configuration and the
 // value part has no ':', two different (bucket, value) pairs always give different keys.
+// With `hash_tag`, the encoded value is wrapped in braces, "<prefix><bucket>:{<value>}", a Redis
+// Cluster hash tag: every bucket of one value then lives in one slot.
 // Fails with kInvalidArgument when `value` is longer than kMaxAttributeValueBytes.
 Result<std::string> BucketKey(std::string_view prefix, std::string_view bucket,
-                              std::string_view value);
+                              std::string_view value, bool hash_tag = false);
 
 }  // namespace sluice

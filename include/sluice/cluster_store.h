@@ -66,6 +66,9 @@ class ClusterStore final : public Store {
   // One check. Operations whose keys share a slot go in one call; those in other slots in
   // calls of their own. If any call fails for good, the check fails with its error.
   void Apply(std::vector<BucketOp> ops, StoreCallback done) override;
+  // One script call on the slot's primary, when every key is in one slot (the rules' keys share
+  // a hash tag); otherwise kFailedPrecondition, nothing charged.
+  void ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallback done) override;
 
   // True when a slot map is known and a primary in it is connected. A shard down or failing
   // over does not make the store unready: its checks follow the failure policy, the others go on.

@@ -44,6 +44,9 @@ struct Decision {
   // Rejected by the over-limit cache without asking the store: the verdict is the cached rule's
   // alone, and the request's other rules were neither asked nor charged.
   bool from_cache = false;
+  // Asked for all-or-nothing, but the store could not decide every rule in one step (keys on
+  // several cluster shards): the rules were charged together and, on a rejection, refunded.
+  bool fell_back_to_refund = false;
 };
 
 // Combines per-rule verdicts into a decision (checked, no error): allowed when every enforced

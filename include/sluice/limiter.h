@@ -33,6 +33,12 @@ enum class MultiRulePolicy {
   // All rules are sent together; when the answer is no, a second call gives the tokens back to
   // the rules that allowed. A refund never raises a bucket above its capacity.
   kRefund,
+  // All rules are sent together in one atomic script call that charges them only if every
+  // enforced rule allows: one round trip, and no charge to undo. It needs every key on one server
+  // (a single Redis, the memory store, or one cluster slot through a shared hash tag) and, on
+  // Redis, one algorithm for all the request's rules; otherwise the check is made as kRefund
+  // makes it, and the decision says so (fell_back_to_refund).
+  kAllOrNothing,
 };
 
 // What a check decides when the store errors or does not answer in time.
@@ -43,6 +49,10 @@ enum class FailurePolicy {
 
 struct LimiterOptions {
   std::string key_prefix = "rl:";
+  // Wrap each key's value in a Redis Cluster hash tag ("rl:second:{ak_abc123}"), so that the
+  // buckets of rules that count by the same attribute share a slot: one call per check on a
+  // cluster, and all-or-nothing without falling back.
+  bool hash_tag_values = false;
   MultiRulePolicy policy = MultiRulePolicy::kChargeAll;
   FailurePolicy failure = FailurePolicy::kOpen;
   // When set, a bucket the store rejected is remembered until its retry time, and requests that
@@ -59,6 +69,7 @@ struct LimiterStats {
   uint64_t failure_policy = 0;    // decisions the failure policy made
   uint64_t invalid_requests = 0;  // requests refused for a bad attribute value
   uint64_t cache_rejections = 0;  // rejected by the over-limit cache, the store not asked
+  uint64_t refund_fallbacks = 0;  // all-or-nothing checks the store could not make in one step
 };
 
 using DecisionCallback = std::function<void(Decision)>;

@@ -25,6 +25,8 @@ class MemoryStore final : public Store {
   MemoryStore& operator=(const MemoryStore&) = delete;
 
   void Apply(std::vector<BucketOp> ops, StoreCallback done) override;
+  // Locks every shard the ops touch, so the ops are decided and charged as one step.
+  void ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallback done) override;
 
   // The number of buckets held now, expired or not yet swept.
   size_t BucketCount() const;
@@ -32,7 +34,7 @@ class MemoryStore final : public Store {
  private:
   class Shard;
 
-  Shard& ShardFor(const std::string& key);
+  size_t ShardIndex(const std::string& key) const;
 
   std::shared_ptr<const Clock> clock_;
   std::vector<std::unique_ptr<Shard>> shards_;

@@ -58,6 +58,8 @@ struct RedisStoreStats {
 struct RedisCall {
   // Send ASKING first: the node is importing the slot, and an ASK redirection sent us here.
   bool asking = false;
+  // Charge the ops only if every enforced one allows (Store::ApplyAllOrNothing).
+  bool all_or_nothing = false;
   // Fail with kDeadlineExceeded at this time if it is sooner than the store's own timeout.
   std::optional<std::chrono::steady_clock::time_point> deadline;
 };
@@ -93,6 +95,9 @@ class RedisStore final : public Store {
   // holds the connection while it waits: keep its timeout well under the store's.
   void Apply(std::vector<BucketOp> ops, StoreCallback done) override;
   void Apply(std::vector<BucketOp> ops, RedisCall call, StoreCallback done);
+  // One script call that charges only if every enforced op allows; ops of different algorithms
+  // (different scripts) get kFailedPrecondition.
+  void ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallback done) override;
 
   // True while the connection is up and ready for checks.
   bool Ready() const;
@@ -107,12 +112,13 @@ class RedisStore final : public Store {
   std::shared_ptr<Connection> connection_;
 };
 
-// The Lua sources of the token bucket and GCRA scripts, as embedded at build time.
+// The Lua sources of the token bucket, GCRA and fixed window scripts, as embedded at build time.
 std::string_view TokenBucketScript();
 std::string_view GcraScript();
+std::string_view FixedWindowScript();
 
-// The Redis 7 function library ("sluice") that registers both scripts as functions,
-// sluice_token_bucket and sluice_gcra.
+// The Redis 7 function library ("sluice") that registers the scripts as functions,
+// sluice_token_bucket, sluice_gcra and sluice_fixed_window.
 std::string FunctionLibrary();
 
 }  // namespace sluice

@@ -43,11 +43,14 @@ struct ReplicaWait {
   bool operator==(const ReplicaWait&) const = default;
 };
 
-// How a rule counts. Both keep one bucket per key and decide alike for the same limit; GCRA keeps
-// one number per key (less memory in Redis), the token bucket two.
+// How a rule counts. The token bucket and GCRA keep one bucket per key and decide alike for the
+// same limit; GCRA keeps one number per key (less memory in Redis), the token bucket two. The
+// fixed window counts requests in windows of `period`, at most `capacity` in each, and lets
+// twice that through around a window's edge.
 enum class Algorithm {
   kTokenBucket,  // the design document's: tokens and the time of the last refill
   kGcra,         // the theoretical arrival time at which the bucket is full again
+  kFixedWindow,  // a count per clock-aligned window: INCR and PEXPIRE
 };
 
 struct Rule {

@@ -12,11 +12,12 @@ namespace sluice {
 // What kind of failure a Status reports. Callers branch on the code; the message is for people.
 enum class StatusCode {
   kOk,
-  kInvalidArgument,    // the caller's input is wrong; retrying will not help
-  kUnavailable,        // the store cannot be reached (down, connecting, refused)
-  kDeadlineExceeded,   // the store did not answer in time
-  kResourceExhausted,  // too many checks in flight; shed load
-  kStoreError,         // the store answered with an error reply
+  kInvalidArgument,     // the caller's input is wrong; retrying will not help
+  kUnavailable,         // the store cannot be reached (down, connecting, refused)
+  kDeadlineExceeded,    // the store did not answer in time
+  kResourceExhausted,   // too many checks in flight; shed load
+  kStoreError,          // the store answered with an error reply
+  kFailedPrecondition,  // the store cannot do this as asked (all-or-nothing across shards)
 };
 
 // The outcome of an operation: ok, or a code with a message for people.
@@ -44,6 +45,9 @@ class Status {
   }
   static Status StoreError(std::string message) {
     return {StatusCode::kStoreError, std::move(message)};
+  }
+  static Status FailedPrecondition(std::string message) {
+    return {StatusCode::kFailedPrecondition, std::move(message)};
   }
 
   bool ok() const { return code_ == StatusCode::kOk; }

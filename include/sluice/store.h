@@ -21,6 +21,9 @@ struct BucketOp {
   int64_t cost = 1;
   ReplicaWait wait = {};  // the rule's; a store without replicas ignores it
   Algorithm algorithm = Algorithm::kTokenBucket;
+  // For ApplyAllOrNothing: whether this bucket's rejection stops every charge (a shadow rule's
+  // does not).
+  bool enforced = true;
 };
 
 // Ok when every operation's limit is valid and its cost within [-capacity, capacity]; stores
@@ -37,8 +40,16 @@ class Store {
   virtual ~Store() = default;
 
   // Applies `ops`, each atomically and in one round trip to the store, and calls `done` exactly
-  // once: inline, or later on a thread of the store's own. `done` must not block.
+  // once: inline, or later on a thread of the store's own. `done` must not block. The ops' keys
+  // must be distinct.
   virtual void Apply(std::vector<BucketOp> ops, StoreCallback done) = 0;
+
+  // Applies `ops` together, in one atomic step: when every enforced op allows, each is applied
+  // as Apply would; when one rejects, none is charged, and each reply says whether its op would
+  // have allowed, with the bucket's tokens untouched. A store that cannot decide them in one
+  // step (keys on different cluster shards, ops of different algorithms on Redis) charges
+  // nothing and calls `done` with kFailedPrecondition at once.
+  virtual void ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallback done) = 0;
 };
 
 }  // namespace sluice

@@ -110,8 +110,11 @@ config::StoreConfig StoreConfigOf(const CheckArgs& args) {
 }
 
 LimiterOptions LimiterOptionsOf(const CheckArgs& args) {
-  return {args.prefix, OrFail(config::ParsePolicy(args.policy)),
-          OrFail(config::ParseFailurePolicy(args.failure))};
+  LimiterOptions options;
+  options.key_prefix = args.prefix;
+  options.policy = OrFail(config::ParsePolicy(args.policy));
+  options.failure = OrFail(config::ParseFailurePolicy(args.failure));
+  return options;
 }
 
 void Print(int n, const Decision& d, const Limiter& limiter) {
@@ -154,7 +157,7 @@ void AddCheckCommand(CLI::App& app) {
   cmd->add_option("--mode", args->mode, "evalsha or function (Redis only)")->capture_default_str();
   cmd->add_option("--timeout", args->timeout, "per-check timeout (Redis only)")
       ->capture_default_str();
-  cmd->add_option("--policy", args->policy, "charge-all, stop-at-first or refund")
+  cmd->add_option("--policy", args->policy, "charge-all, stop-at-first, refund or all-or-nothing")
       ->capture_default_str();
   cmd->add_option("--failure", args->failure, "open or closed")->capture_default_str();
   cmd->add_option("--prefix", args->prefix, "bucket key prefix")->capture_default_str();

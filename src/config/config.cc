@@ -256,8 +256,9 @@ Rule ParseRule(const Field& f) {
   if (f.Has("shadow")) rule.shadow = f["shadow"].Bool();
   if (f.Has("algorithm")) {
     const std::string algorithm = f["algorithm"].OneOf({"token-bucket", "gcra", "fixed-window"});
-    if (algorithm == "fixed-window") f["algorithm"].Fail("fixed-window is not available yet");
-    rule.algorithm = algorithm == "gcra" ? Algorithm::kGcra : Algorithm::kTokenBucket;
+    rule.algorithm = algorithm == "gcra"           ? Algorithm::kGcra
+                     : algorithm == "fixed-window" ? Algorithm::kFixedWindow
+                                                   : Algorithm::kTokenBucket;
   }
   if (f.Has("wait")) {
     Field wait = f["wait"];
@@ -320,10 +321,11 @@ void CheckReplicaWaits(const Config& config, const Field& rules) {
 }
 
 Config Parse(const Field& root, const std::string& source) {
-  root.ExpectMap({"listen", "check_listen", "admin_listen", "threads", "upstream", "store",
-                  "failure", "policy", "headers", "client", "tenants", "rules", "key_prefix",
-                  "max_body_bytes", "max_header_bytes", "header_timeout", "drain_timeout",
-                  "max_connections", "over_limit_cache"});
+  root.ExpectMap({"listen",         "check_listen",    "admin_listen",    "threads",
+                  "upstream",       "store",           "failure",         "policy",
+                  "headers",        "client",          "tenants",         "rules",
+                  "key_prefix",     "hash_tag_values", "max_body_bytes",  "max_header_bytes",
+                  "header_timeout", "drain_timeout",   "max_connections", "over_limit_cache"});
   Config config;
   config.source = source;
   auto endpoint = [&](const char* name) {
@@ -350,6 +352,7 @@ Config Parse(const Field& root, const std::string& source) {
     });
   }
   if (root.Has("key_prefix")) config.key_prefix = root["key_prefix"].String();
+  if (root.Has("hash_tag_values")) config.hash_tag_values = root["hash_tag_values"].Bool();
   if (root.Has("max_body_bytes")) {
     config.max_body_bytes = static_cast<size_t>(root["max_body_bytes"].Integer(0, 1LL << 34));
   }
@@ -395,7 +398,8 @@ Result<T> Choose(std::string_view name,
 Result<MultiRulePolicy> ParsePolicy(std::string_view name) {
   return Choose<MultiRulePolicy>(name, {{"charge-all", MultiRulePolicy::kChargeAll},
                                         {"stop-at-first", MultiRulePolicy::kStopAtFirst},
-                                        {"refund", MultiRulePolicy::kRefund}});
+                                        {"refund", MultiRulePolicy::kRefund},
+                                        {"all-or-nothing", MultiRulePolicy::kAllOrNothing}});
 }
 
 Result<FailurePolicy> ParseFailurePolicy(std::string_view name) {
@@ -409,7 +413,7 @@ Result<ScriptMode> ParseScriptMode(std::string_view name) {
 }
 
 LimiterOptions LimiterOptionsOf(const Config& config) {
-  LimiterOptions options{config.key_prefix, config.policy, config.failure};
+  LimiterOptions options{config.key_prefix, config.hash_tag_values, config.policy, config.failure};
   if (config.over_limit_cache_keys > 0) {
     options.over_limit_cache = std::make_shared<OverLimitCache>(std::make_shared<SteadyClock>(),
                                                                 config.over_limit_cache_keys);

@@ -66,6 +66,7 @@ struct Config {
   ClientConfig client;
   std::map<std::string, std::string, std::less<>> tenants;  // API key -> tenant
   std::string key_prefix = "rl:";
+  bool hash_tag_values = false;  // keys "rl:<bucket>:{<value>}": one cluster slot per value
   size_t max_body_bytes = size_t{10} * 1024 * 1024;
   size_t max_header_bytes = size_t{16} * 1024;
   std::chrono::milliseconds header_timeout{10000};  // to receive a request's headers

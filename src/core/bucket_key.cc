@@ -11,7 +11,7 @@ bool KeptAsIs(unsigned char c) {
 }  // namespace
 
 Result<std::string> BucketKey(std::string_view prefix, std::string_view bucket,
-                              std::string_view value) {
+                              std::string_view value, bool hash_tag) {
   if (value.size() > kMaxAttributeValueBytes) {
     return Status::InvalidArgument("attribute value is " + std::to_string(value.size()) +
                                    " bytes; at most " + std::to_string(kMaxAttributeValueBytes) +
@@ -19,8 +19,9 @@ Result<std::string> BucketKey(std::string_view prefix, std::string_view bucket,
   }
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string key;
-  key.reserve(prefix.size() + bucket.size() + 1 + value.size());
+  key.reserve(prefix.size() + bucket.size() + 3 + value.size());
   key.append(prefix).append(bucket).push_back(':');
+  if (hash_tag) key.push_back('{');
   for (unsigned char c : value) {
     if (KeptAsIs(c)) {
       key.push_back(static_cast<char>(c));
@@ -30,6 +31,7 @@ Result<std::string> BucketKey(std::string_view prefix, std::string_view bucket,
       key.push_back(kHex[c & 0xF]);
     }
   }
+  if (hash_tag) key.push_back('}');
   return key;
 }
 

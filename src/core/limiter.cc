@@ -20,6 +20,7 @@ struct Limiter::State {
   std::atomic<uint64_t> failure_policy{0};
   std::atomic<uint64_t> invalid_requests{0};
   std::atomic<uint64_t> cache_rejections{0};
+  std::atomic<uint64_t> refund_fallbacks{0};
 
   // Counts the decision and hands it on.
   void Finish(Decision decision, const DecisionCallback& done) {
@@ -132,6 +133,28 @@ void Refund(const StatePtr& state, Plan plan, DecisionCallback done) {
   });
 }
 
+// Sends the whole plan in one all-or-nothing call: nothing is charged unless every enforced rule
+// allows. Where the store cannot decide them in one step (keys on several cluster shards), the
+// check is made as Refund makes it, and the decision says so.
+void AllOrNothing(const StatePtr& state, Plan plan, DecisionCallback done) {
+  std::vector<BucketOp> ops = plan.ops;  // the plan keeps its own for the fallback
+  state->store->ApplyAllOrNothing(
+      std::move(ops), [state, plan = std::move(plan), done = std::move(done)](
+                          const Result<std::vector<BucketReply>>& replies) mutable {
+        if (!replies.ok() && replies.status().code() == StatusCode::kFailedPrecondition) {
+          state->refund_fallbacks.fetch_add(1, std::memory_order_relaxed);
+          return Refund(state, std::move(plan), [done = std::move(done)](Decision decision) {
+            decision.fell_back_to_refund = true;
+            done(std::move(decision));
+          });
+        }
+        if (!replies.ok()) return state->FinishByPolicy(replies.status(), done);
+        Decision decision = CombineVerdicts(ToVerdicts(state->rules, plan, *replies));
+        for (RuleVerdict& verdict : decision.verdicts) verdict.charged &= decision.allowed;
+        state->Finish(std::move(decision), done);
+      });
+}
+
 // The over-limit cache's decision for `plan`: rejected by the first enforced rule whose bucket is
 // known to stay short until later; none when every bucket may have room.
 std::optional<Decision> CachedRejection(const Limiter::State& state, const Plan& plan) {
@@ -165,6 +188,20 @@ DecisionCallback RememberingRejections(const Limiter::State& state, const Plan& 
   };
 }
 
+// Each algorithm's buckets have keys of their own: a rule that changes algorithm starts afresh
+// rather than reading another algorithm's state.
+const char* AlgorithmPrefix(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::kGcra:
+      return "gcra:";
+    case Algorithm::kFixedWindow:
+      return "fw:";
+    case Algorithm::kTokenBucket:
+      break;
+  }
+  return "";
+}
+
 // The bucket operations for `request`, or the reason a key could not be built.
 Result<Plan> MakePlan(const Limiter::State& state, const Request& request) {
   Plan plan;
@@ -172,18 +209,15 @@ Result<Plan> MakePlan(const Limiter::State& state, const Request& request) {
     const Rule& rule = state.rules[i];
     const std::string* value = request.Find(rule.attribute);
     if (value == nullptr || !rule.MatchesRoute(request)) continue;
-    // GCRA's buckets have keys of their own: a rule that changes algorithm starts afresh rather
-    // than reading the other algorithm's state.
-    Result<std::string> key =
-        BucketKey(rule.algorithm == Algorithm::kGcra ? state.options.key_prefix + "gcra:"
-                                                     : state.options.key_prefix,
-                  rule.BucketName(), *value);
+    Result<std::string> key = BucketKey(state.options.key_prefix + AlgorithmPrefix(rule.algorithm),
+                                        rule.BucketName(), *value, state.options.hash_tag_values);
     if (!key.ok()) {
       return Status::InvalidArgument("attribute \"" + rule.attribute +
                                      "\": " + key.status().message());
     }
     const Limit& limit = rule.LimitFor(*value);
-    plan.ops.push_back({std::move(key).value(), limit, rule.cost, rule.wait, rule.algorithm});
+    plan.ops.push_back(
+        {std::move(key).value(), limit, rule.cost, rule.wait, rule.algorithm, !rule.shadow});
     plan.rules.push_back(i);
     plan.limits.push_back(limit);
   }
@@ -266,6 +300,8 @@ void Limiter::Check(const Request& request, DecisionCallback done) const {
     }
     case MultiRulePolicy::kRefund:
       return Refund(state_, std::move(plan).value(), std::move(done));
+    case MultiRulePolicy::kAllOrNothing:
+      return AllOrNothing(state_, std::move(plan).value(), std::move(done));
   }
 }
 
@@ -281,9 +317,10 @@ const LimiterOptions& Limiter::options() const { return state_->options; }
 
 LimiterStats Limiter::Stats() const {
   auto get = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-  return {get(state_->checks),          get(state_->allowed),        get(state_->rejected),
-          get(state_->store_errors),    get(state_->failure_policy), get(state_->invalid_requests),
-          get(state_->cache_rejections)};
+  return {get(state_->checks),           get(state_->allowed),
+          get(state_->rejected),         get(state_->store_errors),
+          get(state_->failure_policy),   get(state_->invalid_requests),
+          get(state_->cache_rejections), get(state_->refund_fallbacks)};
 }
 
 }  // namespace sluice

@@ -47,6 +47,15 @@ Status CheckRange(std::string_view what, int64_t value, int64_t low, int64_t hig
   return {};
 }
 
+// A fixed window allows `capacity` each `period` and has no separate refill rate: `tokens`, if
+// given, must say the same.
+Status CheckWindow(Algorithm algorithm, const Limit& limit) {
+  if (algorithm != Algorithm::kFixedWindow || limit.tokens == limit.capacity) return {};
+  return Status::InvalidArgument("a fixed window allows capacity requests each period; tokens (" +
+                                 std::to_string(limit.tokens) + ") must equal capacity (" +
+                                 std::to_string(limit.capacity) + ")");
+}
+
 }  // namespace
 
 Status Limit::Validate() const {
@@ -84,6 +93,7 @@ Status Rule::Validate() const {
     if (Status s = CheckName("bucket", bucket, 64); !s.ok()) return in_rule(s);
   }
   if (Status s = limit.Validate(); !s.ok()) return in_rule(s);
+  if (Status s = CheckWindow(algorithm, limit); !s.ok()) return in_rule(s);
   if (Status s = CheckRange("cost", cost, 0, limit.capacity); !s.ok()) return in_rule(s);
   if (Status s = CheckRange("wait replicas", wait.replicas, 0, 64); !s.ok()) return in_rule(s);
   if (Status s = CheckRange("wait timeout_ms", wait.timeout_ms, 0, 10'000); !s.ok()) {
@@ -98,6 +108,7 @@ Status Rule::Validate() const {
       return in_rule(Status::InvalidArgument("override \"" + value + "\": " + s.message()));
     };
     if (Status s = override_limit.Validate(); !s.ok()) return in_override(s);
+    if (Status s = CheckWindow(algorithm, override_limit); !s.ok()) return in_override(s);
     if (Status s = CheckRange("cost", cost, 0, override_limit.capacity); !s.ok()) {
       return in_override(s);
     }

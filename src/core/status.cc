@@ -16,6 +16,8 @@ const char* StatusCodeName(StatusCode code) {
       return "resource exhausted";
     case StatusCode::kStoreError:
       return "store error";
+    case StatusCode::kFailedPrecondition:
+      return "failed precondition";
   }
   return "unknown";
 }

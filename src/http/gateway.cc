@@ -112,6 +112,7 @@ std::string DecisionJson(const Decision& decision, const std::vector<Rule>& rule
     out["retry_ms"] = r.retry_ms;
   }
   if (!decision.error.ok()) out["error"] = decision.error.ToString();
+  if (decision.fell_back_to_refund) out["policy"] = "refund";  // all-or-nothing could not be
   return out.dump();
 }
 

@@ -57,6 +57,7 @@ void Metrics::RecordDecision(const Decision& decision, const std::vector<RuleCou
   check_latency_.Observe(seconds);
   Add(decision.allowed ? requests_allowed_ : requests_rejected_);
   if (decision.from_cache) Add(cache_rejections_);
+  if (decision.fell_back_to_refund) Add(refund_fallbacks_);
   if (!decision.checked) {
     if (decision.error.code() == StatusCode::kInvalidArgument) {
       Add(invalid_requests_);
@@ -89,6 +90,7 @@ std::string Metrics::Render(const std::vector<std::pair<std::string, double>>& g
                 {R"(decision="rejected")", Get(failure_rejected_)}});
   RenderFamily(out, "sluice_upstream_errors_total", {{"", Get(upstream_errors_)}});
   RenderFamily(out, "sluice_over_limit_cache_rejections_total", {{"", Get(cache_rejections_)}});
+  RenderFamily(out, "sluice_all_or_nothing_refund_fallbacks_total", {{"", Get(refund_fallbacks_)}});
   std::vector<std::pair<std::string, uint64_t>> checks;
   std::vector<std::pair<std::string, uint64_t>> shadow;
   {

@@ -67,6 +67,7 @@ class Metrics {
   std::atomic<uint64_t> failure_rejected_{0};
   std::atomic<uint64_t> upstream_errors_{0};
   std::atomic<uint64_t> cache_rejections_{0};
+  std::atomic<uint64_t> refund_fallbacks_{0};  // all-or-nothing checks made as refund
   LatencyHistogram check_latency_;
   LatencyHistogram upstream_latency_;
 

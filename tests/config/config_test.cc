@@ -75,13 +75,20 @@ TEST(ConfigTest, ConnectionAndResponseLimits) {
   EXPECT_EQ(c->upstream.max_response_bytes, 1024u);
 }
 
-TEST(ConfigTest, Algorithm) {
+TEST(ConfigTest, AlgorithmsAllOrNothingAndHashTags) {
   Result<Config> c = ParseConfig(
       "upstream: {address: 127.0.0.1:9000}\n"
-      "rules: [{name: r, key: ip, capacity: 5, period: 1s, algorithm: gcra}]\n",
+      "policy: all-or-nothing\n"
+      "hash_tag_values: true\n"
+      "rules: [{name: r, key: ip, capacity: 5, period: 1s, algorithm: gcra},\n"
+      "        {name: w, key: key, capacity: 5, period: 1s, algorithm: fixed-window}]\n",
       "c");
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->rules[0].algorithm, Algorithm::kGcra);
+  EXPECT_EQ(c->rules[1].algorithm, Algorithm::kFixedWindow);
+  const LimiterOptions options = config::LimiterOptionsOf(*c);
+  EXPECT_EQ(options.policy, MultiRulePolicy::kAllOrNothing);
+  EXPECT_TRUE(options.hash_tag_values);
 }
 
 TEST(ConfigTest, OverLimitCache) {
@@ -214,6 +221,10 @@ INSTANTIATE_TEST_SUITE_P(
                   "upstream: {address: a:1}\nrules:\n  - {name: r, key: ip, capacity: 5, period: "
                   "1s, algorithm: leaky}\n",
                   "rules[0].algorithm: \"leaky\" is not one of token-bucket | gcra | fixed-window"},
+        BadConfig{"FixedWindowWithARefillRate",
+                  "upstream: {address: a:1}\nrules:\n  - {name: r, key: ip, capacity: 5, tokens: "
+                  "3, period: 1s, algorithm: fixed-window}\n",
+                  "tokens (3) must equal capacity (5)"},
         BadConfig{"ShadowNotBool",
                   "upstream: {address: a:1}\nrules:\n  - {name: r, key: ip, capacity: 5, period: "
                   "1s, shadow: maybe}\n",

@@ -49,5 +49,11 @@ TEST(BucketKeyTest, RefusesOverlongValues) {
   EXPECT_EQ(key.status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST(BucketKeyTest, AHashTagWrapsTheEncodedValue) {
+  EXPECT_EQ(*BucketKey("rl:", "second", "ak_abc123", true), "rl:second:{ak_abc123}");
+  // Braces in the value are encoded, so the tag is always the whole value.
+  EXPECT_EQ(*BucketKey("rl:", "ip", "{x}", true), "rl:ip:{%7Bx%7D}");
+}
+
 }  // namespace
 }  // namespace sluice

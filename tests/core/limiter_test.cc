@@ -21,6 +21,9 @@ class FailingStore final : public Store {
   void Apply(std::vector<BucketOp>, StoreCallback done) override {
     done(Status::DeadlineExceeded("no answer within 50 ms"));
   }
+  void ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallback done) override {
+    Apply(std::move(ops), std::move(done));
+  }
 };
 
 const Rule kPerKey{"per-key", "key", "", {2, 2, 60'000}, 1};
@@ -56,6 +59,10 @@ class CountingStore final : public Store {
   void Apply(std::vector<BucketOp> ops, StoreCallback done) override {
     ++calls;
     inner_->Apply(std::move(ops), std::move(done));
+  }
+  void ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallback done) override {
+    ++calls;
+    inner_->ApplyAllOrNothing(std::move(ops), std::move(done));
   }
   std::atomic<int> calls{0};
 

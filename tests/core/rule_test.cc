@@ -46,7 +46,19 @@ INSTANTIATE_TEST_SUITE_P(
         BadRule{"AttributeWithNewline", [](Rule& r) { r.attribute = "a\nb"; }, "attribute"},
         BadRule{"EmptyHeaderName", [](Rule& r) { r.attribute = "header:"; }, "header name"},
         BadRule{"BucketWithColon", [](Rule& r) { r.bucket = "ip:x"; }, "bucket"},
-        BadRule{"HugeName", [](Rule& r) { r.name = std::string(10'240, 'a'); }, "rule name"}),
+        BadRule{"HugeName", [](Rule& r) { r.name = std::string(10'240, 'a'); }, "rule name"},
+        BadRule{"FixedWindowWithARefillRate",
+                [](Rule& r) {
+                  r.algorithm = Algorithm::kFixedWindow;
+                  r.limit.tokens = 10;
+                },
+                "tokens (10) must equal capacity (100)"},
+        BadRule{"FixedWindowOverrideWithARefillRate",
+                [](Rule& r) {
+                  r.algorithm = Algorithm::kFixedWindow;
+                  r.overrides["big"] = {1000, 100, 60'000};
+                },
+                "override \"big\": a fixed window"}),
     [](const auto& info) { return info.param.name; });
 
 TEST_P(RuleRejectsTest, WithAClearMessage) {

@@ -1,7 +1,8 @@
-// The memory store's arithmetic (TakeTokens, TakeGcra) against the Lua scripts run by a real
-// Redis, on the same random schedules. Two calls are swapped in each script under test: TIME
-// comes from two extra arguments, so that both sides see the same milliseconds, and the expiry
-// is recorded instead of set, so that the real clock cannot expire a bucket mid-test.
+// The memory store's arithmetic (TakeTokens, TakeGcra, TakeFixedWindow) against the Lua scripts run
+// by a real Redis, on the same random schedules. Two calls are swapped in each script under test:
+// TIME comes from two extra arguments, so that both sides see the same milliseconds, and the expiry
+// is recorded instead of set, so that the real clock cannot expire a bucket mid-test. The
+// all-or-nothing argument is left out: the store conformance tests cover that mode.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -9,6 +10,7 @@
 #include <random>
 #include <string>
 
+#include "sluice/fixed_window.h"
 #include "sluice/gcra.h"
 #include "sluice/redis_store.h"
 #include "sluice/token_bucket.h"
@@ -27,8 +29,8 @@ void Swap(std::string& script, const std::string& from, const std::string& to) {
 // mirror, on the same 400 random steps over five buckets, every call taking all five at once as
 // a request with five rules would; the replies must be equal, and `stored` compares what the
 // script kept under each key with the mirror's outcome. Returns the mirror's bucket states.
-using Take =
-    std::function<TakeOutcome(size_t bucket, const Limit& limit, int64_t cost, int64_t now_ms)>;
+using Take = std::function<TakeOutcome(testing::RedisClient& client, size_t bucket,
+                                       const Limit& limit, int64_t cost, int64_t now_ms)>;
 using Stored = std::function<void(testing::RedisClient& client, size_t bucket,
                                   const std::string& key, const TakeOutcome& expected)>;
 
@@ -50,7 +52,7 @@ void RunRandomSchedule(const std::string& script, const std::string& key_prefix,
       const Limit& limit = limits[i];
       const int64_t cost =
           std::uniform_int_distribution<int64_t>(-1, std::min<int64_t>(limit.capacity, 3))(rng);
-      expected.push_back(take(i, limit, cost, now_ms));
+      expected.push_back(take(*client, i, limit, cost, now_ms));
       for (int64_t n : {limit.capacity, limit.tokens, limit.period_ms, cost}) {
         command.push_back(std::to_string(n));
       }
@@ -71,16 +73,23 @@ void RunRandomSchedule(const std::string& script, const std::string& key_prefix,
   }
 }
 
+// The script under test reading the clock from its last two arguments.
+std::string WithClockFromArguments(std::string_view text) {
+  std::string script(text);
+  Swap(script, "redis.call('TIME')", "{ARGV[#ARGV - 1], ARGV[#ARGV]}");
+  Swap(script, "local gates = ARGV[4 * #KEYS + 1]", "local gates = nil");
+  return script;
+}
+
 // The token bucket: the expiry is recorded in the hash instead of set, so that the real clock
 // cannot expire a bucket mid-test.
 TEST(ScriptParityTest, MemoryArithmeticMatchesTheScriptOnRandomSchedules) {
-  std::string script(TokenBucketScript());
-  Swap(script, "redis.call('TIME')", "{ARGV[#ARGV - 1], ARGV[#ARGV]}");
+  std::string script = WithClockFromArguments(TokenBucketScript());
   Swap(script, "redis.call('PEXPIRE', key,", "redis.call('HSET', key, 'ttl',");
   std::vector<std::optional<BucketState>> states(5);
   RunRandomSchedule(
       script, "parity:", 20261202,
-      [&](size_t i, const Limit& limit, int64_t cost, int64_t now_ms) {
+      [&](testing::RedisClient&, size_t i, const Limit& limit, int64_t cost, int64_t now_ms) {
         return TakeTokens(states[i], limit, cost, now_ms);
       },
       [&](testing::RedisClient& client, size_t i, const std::string& key,
@@ -99,14 +108,13 @@ TEST(ScriptParityTest, MemoryArithmeticMatchesTheScriptOnRandomSchedules) {
 
 // GCRA: the key's expiry is recorded beside it instead of set.
 TEST(ScriptParityTest, GcraArithmeticMatchesItsScriptOnRandomSchedules) {
-  std::string script(GcraScript());
-  Swap(script, "redis.call('TIME')", "{ARGV[#ARGV - 1], ARGV[#ARGV]}");
+  std::string script = WithClockFromArguments(GcraScript());
   Swap(script, "redis.call('SET', key, tat, 'PX', ttl)",
        "redis.call('SET', key, tat); redis.call('SET', key .. ':ttl', ttl)");
   std::vector<std::optional<double>> tats(5);
   RunRandomSchedule(
       script, "gcra:", 20261203,
-      [&](size_t i, const Limit& limit, int64_t cost, int64_t now_ms) {
+      [&](testing::RedisClient&, size_t i, const Limit& limit, int64_t cost, int64_t now_ms) {
         return TakeGcra(tats[i], limit, cost, now_ms);
       },
       [&](testing::RedisClient& client, size_t i, const std::string& key,
@@ -119,6 +127,44 @@ TEST(ScriptParityTest, GcraArithmeticMatchesItsScriptOnRandomSchedules) {
         ASSERT_EQ(std::stod(client.String({"GET", key})), expected.state.tat_ms);
         ASSERT_EQ(std::stoll(client.String({"GET", key + ":ttl"})), expected.ttl_ms);
         tats[i] = expected.state.tat_ms;
+      });
+}
+
+// The fixed window: a key's expiry (its window's end) is recorded beside it instead of set, and
+// nothing expires: the script must itself count nothing from a key whose window has ended, as it
+// does in the millisecond before Redis drops such a key.
+TEST(ScriptParityTest, FixedWindowArithmeticMatchesItsScriptOnRandomSchedules) {
+  std::string script = WithClockFromArguments(FixedWindowScript());
+  Swap(script, "redis.call('PEXPIRETIME', KEYS[i])",
+       "tonumber(redis.call('GET', KEYS[i] .. ':end'))");
+  Swap(script, "redis.call('SET', key, count, 'PXAT', window_end)",
+       "redis.call('SET', key, count); redis.call('SET', key .. ':end', window_end)");
+  struct Window {
+    int64_t count = 0;
+    int64_t end_ms = 0;
+  };
+  std::vector<std::optional<Window>> windows(5);
+  RunRandomSchedule(
+      script, "fw:", 20261204,
+      [&](testing::RedisClient&, size_t i, const Limit& limit, int64_t cost, int64_t now_ms) {
+        if (windows[i] && windows[i]->end_ms <= now_ms) windows[i].reset();  // its window ended
+        return TakeFixedWindow(windows[i] ? std::optional(windows[i]->count) : std::nullopt, limit,
+                               cost, now_ms);
+      },
+      [&](testing::RedisClient& client, size_t i, const std::string& key,
+          const TakeOutcome& expected) {
+        if (expected.ttl_ms <= 0) {                    // nothing counted in this window
+          if (client.Integer({"EXISTS", key}) == 1) {  // an ended window's, or none at all
+            ASSERT_LE(std::stoll(client.String({"GET", key + ":end"})), expected.state.updated_ms);
+          }
+          windows[i].reset();
+          return;
+        }
+        ASSERT_EQ(std::stoll(client.String({"GET", key})),
+                  static_cast<int64_t>(expected.state.tokens));
+        const int64_t end_ms = expected.state.updated_ms + expected.ttl_ms;
+        ASSERT_EQ(std::stoll(client.String({"GET", key + ":end"})), end_ms);
+        windows[i] = Window{static_cast<int64_t>(expected.state.tokens), end_ms};
       });
 }
 

@@ -87,6 +87,12 @@ Result<std::vector<cluster::SlotRange>> ReadSlotMapFrom(const std::string& host,
   return cluster::ParseClusterSlots(*slots, host);
 }
 
+bool OneSlot(const std::vector<BucketOp>& ops) {
+  const uint16_t slot = KeySlot(ops.front().key);
+  return std::all_of(ops.begin(), ops.end(),
+                     [slot](const BucketOp& op) { return KeySlot(op.key) == slot; });
+}
+
 }  // namespace
 
 Result<std::pair<std::string, uint16_t>> ParseHostPort(std::string_view address) {
@@ -131,11 +137,16 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
     loop_.Finish();
   }
 
-  void Submit(std::vector<BucketOp> ops, StoreCallback done) {
+  void Submit(std::vector<BucketOp> ops, bool all_or_nothing, StoreCallback done) {
     if (ops.empty()) return done(std::vector<BucketReply>{});
     if (Status s = ValidateBucketOps(ops); !s.ok()) return done(s);
+    if (all_or_nothing && !OneSlot(ops)) {
+      return done(Status::FailedPrecondition(
+          "all-or-nothing needs every key in one slot; give the rules' keys one hash tag"));
+    }
     auto check = std::make_shared<Check>();
     check->ops = std::move(ops);
+    check->all_or_nothing = all_or_nothing;
     check->done = std::move(done);
     check->deadline = Clock::now() + options_.timeout;
     asio::post(io_, [self = shared_from_this(), check] { self->Begin(check); });
@@ -157,6 +168,7 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
   // One Apply: the replies fill in as the calls for its slots answer.
   struct Check {
     std::vector<BucketOp> ops;
+    bool all_or_nothing = false;  // then every op is in one slot: one call
     StoreCallback done;
     Clock::time_point deadline;
     std::vector<BucketReply> replies;
@@ -222,7 +234,7 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
     std::vector<BucketOp> ops;
     ops.reserve(call->indices.size());
     for (size_t i : call->indices) ops.push_back(check.ops[i]);
-    node->store->Apply(std::move(ops), RedisCall{asking, check.deadline},
+    node->store->Apply(std::move(ops), RedisCall{asking, check.all_or_nothing, check.deadline},
                        [self = shared_from_this(), call](Result<std::vector<BucketReply>> r) {
                          self->OnCallDone(call, std::move(r));
                        });
@@ -467,7 +479,11 @@ ClusterStore::ClusterStore(ClusterOptions options, asio::io_context& io)
 ClusterStore::~ClusterStore() { impl_->Stop(); }
 
 void ClusterStore::Apply(std::vector<BucketOp> ops, StoreCallback done) {
-  impl_->Submit(std::move(ops), std::move(done));
+  impl_->Submit(std::move(ops), false, std::move(done));
+}
+
+void ClusterStore::ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallback done) {
+  impl_->Submit(std::move(ops), true, std::move(done));
 }
 
 bool ClusterStore::Ready() const { return impl_->Ready(); }

@@ -1,12 +1,13 @@
 #include "sluice/memory_store.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 
-#include "sluice/gcra.h"
+#include "sluice/bucket.h"
 
 namespace sluice {
 namespace {
@@ -18,33 +19,44 @@ constexpr size_t kSweepPerOp = 8;
 
 }  // namespace
 
-// One lock's worth of buckets, with an index of expiry times to forget full buckets.
+// One lock's worth of buckets, with an index of expiry times to forget full buckets. Callers
+// hold the shard's lock (Lock) around Sweep, Take and Keep.
 class MemoryStore::Shard {
  public:
-  BucketReply Take(const BucketOp& op, int64_t now_ms) {
-    std::lock_guard lock(mutex_);
-    SweepExpired(now_ms);
+  std::unique_lock<std::mutex> Lock() { return std::unique_lock(mutex_); }
+
+  // Forgets a few buckets whose time has come.
+  void Sweep(int64_t now_ms) {
+    for (size_t n = 0; n < kSweepPerOp && !by_expiry_.empty(); ++n) {
+      auto oldest = by_expiry_.begin();
+      if (oldest->first > now_ms) break;
+      Erase(buckets_.find(*oldest->second));
+    }
+  }
+
+  // What taking `cost` from the op's bucket would give; changes nothing.
+  TakeOutcome Take(const BucketOp& op, int64_t cost, int64_t now_ms) const {
     auto it = buckets_.find(op.key);
     std::optional<BucketState> state;
     if (it != buckets_.end() && it->second.expires_ms > now_ms) state = it->second.state;
+    return TakeFromBucket(op.algorithm, state, op.limit, cost, now_ms);
+  }
 
-    TakeOutcome out = op.algorithm == Algorithm::kGcra
-                          ? TakeGcra(state ? std::optional<double>(state->tat_ms) : std::nullopt,
-                                     op.limit, op.cost, now_ms)
-                          : TakeTokens(state, op.limit, op.cost, now_ms);
+  // Keeps `out` as the bucket's new state (or forgets the bucket when it is full).
+  void Keep(const std::string& key, const TakeOutcome& out, int64_t now_ms) {
+    auto it = buckets_.find(key);
     if (out.ttl_ms <= 0) {
       if (it != buckets_.end()) Erase(it);
-      return out.reply;
+      return;
     }
     if (it == buckets_.end()) {
-      it = buckets_.try_emplace(op.key).first;
+      it = buckets_.try_emplace(key).first;
     } else {
       by_expiry_.erase(it->second.expiry_entry);
     }
     it->second.state = out.state;
     it->second.expires_ms = now_ms + out.ttl_ms;
     it->second.expiry_entry = by_expiry_.emplace(it->second.expires_ms, &it->first);
-    return out.reply;
   }
 
   size_t Size() const {
@@ -66,14 +78,6 @@ class MemoryStore::Shard {
     buckets_.erase(it);
   }
 
-  void SweepExpired(int64_t now_ms) {
-    for (size_t n = 0; n < kSweepPerOp && !by_expiry_.empty(); ++n) {
-      auto oldest = by_expiry_.begin();
-      if (oldest->first > now_ms) break;
-      Erase(buckets_.find(*oldest->second));
-    }
-  }
-
   mutable std::mutex mutex_;
   Buckets buckets_;        // node-based: key addresses stay valid for the index
   ExpiryIndex by_expiry_;  // soonest expiry first
@@ -86,8 +90,8 @@ MemoryStore::MemoryStore(std::shared_ptr<const Clock> clock)
 
 MemoryStore::~MemoryStore() = default;
 
-MemoryStore::Shard& MemoryStore::ShardFor(const std::string& key) {
-  return *shards_[std::hash<std::string>{}(key) % shards_.size()];
+size_t MemoryStore::ShardIndex(const std::string& key) const {
+  return std::hash<std::string>{}(key) % shards_.size();
 }
 
 void MemoryStore::Apply(std::vector<BucketOp> ops, StoreCallback done) {
@@ -95,7 +99,45 @@ void MemoryStore::Apply(std::vector<BucketOp> ops, StoreCallback done) {
   const int64_t now_ms = clock_->NowMs();
   std::vector<BucketReply> replies;
   replies.reserve(ops.size());
-  for (const BucketOp& op : ops) replies.push_back(ShardFor(op.key).Take(op, now_ms));
+  for (const BucketOp& op : ops) {
+    Shard& shard = *shards_[ShardIndex(op.key)];
+    auto lock = shard.Lock();
+    shard.Sweep(now_ms);
+    TakeOutcome out = shard.Take(op, op.cost, now_ms);
+    shard.Keep(op.key, out, now_ms);
+    replies.push_back(out.reply);
+  }
+  done(std::move(replies));
+}
+
+void MemoryStore::ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallback done) {
+  if (Status s = ValidateBucketOps(ops); !s.ok()) return done(s);
+  const int64_t now_ms = clock_->NowMs();
+  // Every shard the ops touch, locked in index order so that two such calls cannot deadlock.
+  std::vector<size_t> touched;
+  for (const BucketOp& op : ops) touched.push_back(ShardIndex(op.key));
+  std::sort(touched.begin(), touched.end());
+  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (size_t index : touched) locks.push_back(shards_[index]->Lock());
+
+  std::vector<TakeOutcome> outcomes;
+  bool charge = true;
+  for (const BucketOp& op : ops) {
+    outcomes.push_back(shards_[ShardIndex(op.key)]->Take(op, op.cost, now_ms));
+    if (op.enforced && !outcomes.back().reply.allowed) charge = false;
+  }
+  std::vector<BucketReply> replies;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    Shard& shard = *shards_[ShardIndex(ops[i].key)];
+    if (charge) {
+      shard.Keep(ops[i].key, outcomes[i], now_ms);
+    } else {
+      outcomes[i].reply.remaining = shard.Take(ops[i], 0, now_ms).reply.remaining;
+    }
+    replies.push_back(outcomes[i].reply);
+  }
+  locks.clear();
   done(std::move(replies));
 }
 

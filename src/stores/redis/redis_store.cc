@@ -27,15 +27,33 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr size_t kAlgorithms = 2;
+constexpr std::array kAlgorithms = {Algorithm::kTokenBucket, Algorithm::kGcra,
+                                    Algorithm::kFixedWindow};
 
 size_t Index(Algorithm algorithm) { return static_cast<size_t>(algorithm); }
 
-constexpr std::array<std::string_view, kAlgorithms> kFunctionNames = {"sluice_token_bucket",
-                                                                      "sluice_gcra"};
+constexpr std::array<std::string_view, kAlgorithms.size()> kFunctionNames = {
+    "sluice_token_bucket", "sluice_gcra", "sluice_fixed_window"};
 
 std::string_view ScriptOf(Algorithm algorithm) {
-  return algorithm == Algorithm::kGcra ? GcraScript() : TokenBucketScript();
+  switch (algorithm) {
+    case Algorithm::kGcra:
+      return GcraScript();
+    case Algorithm::kFixedWindow:
+      return FixedWindowScript();
+    case Algorithm::kTokenBucket:
+      break;
+  }
+  return TokenBucketScript();
+}
+
+// The all-or-nothing argument the scripts take after their numbers: '1' for each op whose
+// rejection charges none.
+std::string Gates(const std::vector<BucketOp>& ops) {
+  std::string gates;
+  gates.reserve(ops.size());
+  for (const BucketOp& op : ops) gates.push_back(op.enforced ? '1' : '0');
+  return gates;
 }
 // A NOSCRIPT answer is followed by a reload and a resend; twice in a row for one operation
 // means something else is wrong, and the check fails instead of looping.
@@ -84,7 +102,7 @@ Result<std::vector<BucketReply>> ParseBucketReplies(const redisReply& reply, siz
 
 std::string FunctionLibrary() {
   std::string library = "#!lua name=sluice\n";
-  for (Algorithm algorithm : {Algorithm::kTokenBucket, Algorithm::kGcra}) {
+  for (Algorithm algorithm : kAlgorithms) {
     library.append("\nredis.register_function('").append(kFunctionNames[Index(algorithm)]);
     library.append("', function(KEYS, ARGV)\n").append(ScriptOf(algorithm)).append("end)\n");
   }
@@ -97,7 +115,7 @@ struct AlgorithmPart {
   std::vector<size_t> positions;
 };
 std::vector<AlgorithmPart> SplitByAlgorithm(std::vector<BucketOp> ops) {
-  std::array<AlgorithmPart, kAlgorithms> parts;
+  std::array<AlgorithmPart, kAlgorithms.size()> parts;
   for (size_t i = 0; i < ops.size(); ++i) {
     AlgorithmPart& part = parts[Index(ops[i].algorithm)];
     part.ops.push_back(std::move(ops[i]));
@@ -151,6 +169,7 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     check->ops = std::move(ops);
     check->done = std::move(done);
     check->asking = call.asking;
+    check->all_or_nothing = call.all_or_nothing;
     check->algorithm = check->ops.front().algorithm;
     check->deadline = Clock::now() + options_.timeout;
     if (call.deadline) check->deadline = std::min(check->deadline, *call.deadline);
@@ -191,6 +210,7 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     std::vector<BucketOp> ops;
     StoreCallback done;
     bool asking = false;
+    bool all_or_nothing = false;
     Algorithm algorithm = Algorithm::kTokenBucket;    // of every op: one script call
     ReplicaWait wait;                                 // the most any op asks for
     std::optional<std::vector<BucketReply>> replies;  // the script's, while WAIT is pending
@@ -280,7 +300,7 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   void WriteLoad() {
     redis::RespWriter out(out_);
     if (options_.mode == ScriptMode::kEvalsha) {
-      for (Algorithm algorithm : {Algorithm::kTokenBucket, Algorithm::kGcra}) {
+      for (Algorithm algorithm : kAlgorithms) {
         out.Write({"SCRIPT", "LOAD", ScriptOf(algorithm)});
         pending_.push_back({Pending::Kind::kLoad, nullptr, {}, algorithm});
       }
@@ -411,9 +431,10 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     }
   }
 
-  // One script call for all of a check's buckets: their keys, then four numbers for each;
-  // ASKING before it when the check asks for it. A check whose time is up is not sent: the
-  // server would charge it and the caller would hear only the timeout.
+  // One script call for all of a check's buckets: their keys, then four numbers for each, then
+  // for all-or-nothing which ops gate the charge; ASKING before it when the check asks for it. A
+  // check whose time is up is not sent: the server would charge it and the caller would hear only
+  // the timeout.
   void Send(const CheckPtr& check) {
     if (check->finished) return;
     if (Clock::now() >= check->deadline) return TimeOut(*check);
@@ -423,7 +444,7 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
       out.Write({"ASKING"});
       pending_.push_back({Pending::Kind::kAsking, nullptr});
     }
-    out.Command(3 + 5 * ops.size());
+    out.Command(3 + 5 * ops.size() + (check->all_or_nothing ? 1 : 0));
     if (options_.mode == ScriptMode::kEvalsha) {
       out.Arg("EVALSHA").Arg(script_sha_[Index(check->algorithm)]);
     } else {
@@ -434,6 +455,7 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     for (const BucketOp& op : ops) {
       out.Arg(op.limit.capacity).Arg(op.limit.tokens).Arg(op.limit.period_ms).Arg(op.cost);
     }
+    if (check->all_or_nothing) out.Arg(Gates(ops));
     pending_.push_back({Pending::Kind::kBucket, check});
     ops_in_flight_ += ops.size();
     commands_.fetch_add(1, std::memory_order_relaxed);
@@ -685,7 +707,7 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   State state_ = State::kConnecting;
   uint64_t generation_ = 0;  // bumped on every disconnect; stale handlers see a new value
   std::string last_error_;
-  std::array<std::string, kAlgorithms> script_sha_;  // by algorithm
+  std::array<std::string, kAlgorithms.size()> script_sha_;  // by algorithm
   ReaderPtr reader_;
   std::array<char, 64UL * 1024> read_buffer_;
   std::string out_;             // commands waiting for the next write
@@ -724,11 +746,27 @@ void RedisStore::Apply(std::vector<BucketOp> ops, StoreCallback done) {
   Apply(std::move(ops), RedisCall{}, std::move(done));
 }
 
+namespace {
+
+bool OneAlgorithm(const std::vector<BucketOp>& ops) {
+  return std::all_of(ops.begin(), ops.end(),
+                     [&](const BucketOp& op) { return op.algorithm == ops.front().algorithm; });
+}
+
+}  // namespace
+
+void RedisStore::ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallback done) {
+  RedisCall call;
+  call.all_or_nothing = true;
+  Apply(std::move(ops), call, std::move(done));
+}
+
 void RedisStore::Apply(std::vector<BucketOp> ops, RedisCall call, StoreCallback done) {
-  const bool one_algorithm = std::all_of(ops.begin(), ops.end(), [&](const BucketOp& op) {
-    return op.algorithm == ops.front().algorithm;
-  });
-  if (one_algorithm) return connection_->Submit(std::move(ops), call, std::move(done));
+  if (OneAlgorithm(ops)) return connection_->Submit(std::move(ops), call, std::move(done));
+  if (call.all_or_nothing) {
+    return done(Status::FailedPrecondition(
+        "all-or-nothing needs one script call, and these rules use different algorithms"));
+  }
   // A call per algorithm, in the same write; one answer when both have come, in the ops' order.
   struct Join {
     std::mutex mutex;

@@ -1,19 +1,22 @@
 -- Token buckets, each checked and updated in one atomic step. One call takes all of a request's
--- buckets, read against one reading of the clock; for each, the steps are the design document's.
+-- buckets (distinct keys), read against one reading of the clock; for each, the steps are the
+-- design document's.
 -- KEYS[i] the i-th bucket, e.g. rl:key:ak_abc123
 -- ARGV[4i-3 .. 4i] its capacity, tokens added per period, period in ms, cost of this request
 -- A negative cost gives tokens back (a refund); min() keeps the bucket at most full.
+-- ARGV[4n+1], when present, makes the call all-or-nothing: a '1' at position i means a rejection
+-- by bucket i charges no bucket; then nothing is written and each reply's tokens are untouched.
 -- Returns allowed, floor(tokens), retry_ms for each bucket in turn.
 -- token_bucket.cc mirrors this arithmetic.
 local t = redis.call('TIME') -- Redis's clock: one clock for every gateway
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) -- ms
-local reply = {}
-for i, key in ipairs(KEYS) do
+
+-- Bucket i after taking `cost`: allowed, tokens, retry_ms, ms until full again. Writes nothing.
+local function take(i, cost)
   local a = 4 * (i - 1)
   local capacity = tonumber(ARGV[a + 1])
   local per_ms = tonumber(ARGV[a + 2]) / tonumber(ARGV[a + 3])
-  local cost = tonumber(ARGV[a + 4])
-  local state = redis.call('HMGET', key, 'tokens', 'ts')
+  local state = redis.call('HMGET', KEYS[i], 'tokens', 'ts')
   local tokens = tonumber(state[1]) or capacity -- no key: a full bucket
   local ts = tonumber(state[2]) or now
   tokens = math.min(capacity, tokens + math.max(0, now - ts) * per_ms)
@@ -23,9 +26,25 @@ for i, key in ipairs(KEYS) do
   else
     retry_ms = math.ceil((cost - tokens) / per_ms) -- until enough tokens are back
   end
-  redis.call('HSET', key, 'tokens', tokens, 'ts', now)
   -- Full by then, so no key means the same; a full bucket (0) is deleted at once.
-  redis.call('PEXPIRE', key, math.ceil((capacity - tokens) / per_ms))
+  return allowed, tokens, retry_ms, math.ceil((capacity - tokens) / per_ms)
+end
+
+local gates = ARGV[4 * #KEYS + 1]
+local taken, charge = {}, true
+for i = 1, #KEYS do
+  taken[i] = {take(i, tonumber(ARGV[4 * i]))}
+  if gates and taken[i][1] == 0 and gates:sub(i, i) == '1' then charge = false end
+end
+local reply = {}
+for i, key in ipairs(KEYS) do
+  local allowed, tokens, retry_ms, ttl = unpack(taken[i])
+  if charge then
+    redis.call('HSET', key, 'tokens', tokens, 'ts', now)
+    redis.call('PEXPIRE', key, ttl)
+  else
+    tokens = select(2, take(i, 0)) -- nothing charged: what the bucket holds
+  end
   reply[3 * i - 2], reply[3 * i - 1], reply[3 * i] = allowed, math.floor(tokens), retry_ms
 end
 return reply
