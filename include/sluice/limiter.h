@@ -79,7 +79,8 @@ using DecisionCallback = std::function<void(Decision)>;
 // answers are combined by CombineVerdicts. Safe to call from many threads at once.
 class Limiter {
  public:
-  // Validates every rule, and that no two rules share a name or a bucket family.
+  // Validates every rule, and that no two rules share a name or a bucket family. Rules that
+  // count locally (synced, leased) need `store` to be a LocalCountingStore.
   static Result<std::unique_ptr<Limiter>> Create(std::vector<Rule> rules, LimiterOptions options,
                                                  std::shared_ptr<Store> store);
   ~Limiter();

@@ -31,6 +31,33 @@ struct Limit {
   friend bool operator==(const Limit&, const Limit&) = default;
 };
 
+// Where a rule's count is kept between requests.
+enum class Counting {
+  // Every check asks the store: exact across gateways, one round trip a check.
+  kShared,
+  // Each gateway counts locally and sends its counts every sync interval, in one call, getting
+  // back each bucket's tokens, which it enforces from until the next sync. No store call per
+  // check, and checks go on while the store is down; between syncs the gateways together can
+  // admit up to (gateways x the limit) more than the bucket.
+  kSynced,
+  // Each gateway leases tokens from the shared bucket (an atomic take of at most what is there)
+  // and spends them locally, leasing again when they run out; unused tokens go back when the
+  // lease expires and at shutdown. Never admits more than the shared bucket alone would.
+  kLeased,
+};
+
+// How a rule with Counting::kSynced or kLeased counts locally.
+struct LocalCounting {
+  Counting mode = Counting::kShared;
+  int64_t sync_interval_ms = 1000;  // kSynced: how often counts go to the store
+  // kLeased: the largest lease, as a fraction of the capacity, so that one gateway cannot take
+  // all of a bucket while the others go without.
+  double lease_max_fraction = 0.1;
+  int64_t lease_ttl_ms = 1000;  // kLeased: when a lease's unused tokens go back
+
+  bool operator==(const LocalCounting&) const = default;
+};
+
 // One rate limit rule. Each distinct value of the rule's attribute (each IP address, each API
 // key) has its own bucket, under the key "<prefix><bucket>:<value>", e.g. "rl:ip:203.0.113.42".
 // After a check, wait until this many replicas have its write (Redis's WAIT), or the timeout
@@ -71,6 +98,7 @@ struct Rule {
   std::map<std::string, Limit, std::less<>> overrides = {};
   ReplicaWait wait = {};  // stores with replicas (Redis) only
   Algorithm algorithm = Algorithm::kTokenBucket;
+  LocalCounting counting = {};  // token bucket only, when not kShared
 
   // The bucket family actually used: `bucket`, or the attribute when `bucket` is empty.
   std::string_view BucketName() const { return bucket.empty() ? attribute : bucket; }

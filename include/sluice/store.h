@@ -24,10 +24,18 @@ struct BucketOp {
   // For ApplyAllOrNothing: whether this bucket's rejection stops every charge (a shadow rule's
   // does not).
   bool enforced = true;
+  // Take as many of `cost` whole tokens as the bucket holds rather than all or none, and say how
+  // many in BucketReply::granted: for a gateway that leases tokens or reports what it already
+  // admitted. Token bucket only, cost >= 0; not for ApplyAllOrNothing.
+  bool up_to = false;
+  // The rule's: a LocalCountingStore decides ops that are not kShared itself; other stores
+  // ignore it.
+  LocalCounting counting = {};
 };
 
-// Ok when every operation's limit is valid and its cost within [-capacity, capacity]; stores
-// refuse other operations with kInvalidArgument rather than compute with them.
+// Ok when every operation's limit is valid, its cost within [-capacity, capacity], and an up_to
+// op a token bucket's with a cost >= 0; stores refuse other operations with kInvalidArgument
+// rather than compute with them.
 Status ValidateBucketOps(const std::vector<BucketOp>& ops);
 
 // Called once with one reply per operation, in order, or with the error that stopped them.
@@ -50,6 +58,10 @@ class Store {
   // step (keys on different cluster shards, ops of different algorithms on Redis) charges
   // nothing and calls `done` with kFailedPrecondition at once.
   virtual void ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallback done) = 0;
+
+  // Whether the store decides ops whose rule counts locally (BucketOp::counting) as that says;
+  // only a LocalCountingStore does. Others would count them as shared.
+  virtual bool CountsLocally() const { return false; }
 };
 
 }  // namespace sluice

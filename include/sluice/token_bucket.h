@@ -23,6 +23,8 @@ struct BucketReply {
   bool allowed = false;
   int64_t remaining = 0;  // tokens left after this request, rounded down
   int64_t retry_ms = 0;   // when rejected: milliseconds until enough tokens are back
+  // For an op that takes up to its cost (BucketOp::up_to): the tokens it took. 0 otherwise.
+  int64_t granted = 0;
 
   friend bool operator==(const BucketReply&, const BucketReply&) = default;
 };
@@ -41,5 +43,12 @@ struct TakeOutcome {
 // which read back as the same double, so an in-process store and Redis decide alike.
 TakeOutcome TakeTokens(const std::optional<BucketState>& state, const Limit& limit, int64_t cost,
                        int64_t now_ms);
+
+// Takes as many of `cost` (>= 0) whole tokens as the bucket holds: a lease or a late count that
+// must not fail for want of all of them. The reply says how many in `granted`; it is allowed
+// when that is all of `cost`, and when nothing was there its retry_ms is the time until one
+// token is back.
+TakeOutcome TakeTokensUpTo(const std::optional<BucketState>& state, const Limit& limit,
+                           int64_t cost, int64_t now_ms);
 
 }  // namespace sluice

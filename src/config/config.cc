@@ -66,6 +66,18 @@ class Field {
     return value;
   }
 
+  // A decimal number in (low, high].
+  double Fraction(double low, double high) const {
+    const std::string text = String();
+    double value = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size()) Fail("must be a number");
+    if (!(value > low && value <= high)) {
+      Fail("must be more than " + std::to_string(low) + " and at most " + std::to_string(high));
+    }
+    return value;
+  }
+
   bool Bool() const {
     const std::string text = String();
     if (text == "true") return true;
@@ -241,9 +253,31 @@ Limit ParseLimit(const Field& f, Limit base) {
   return base;
 }
 
+// `counting`, `sync_interval` and `lease` of a rule.
+void ParseCounting(const Field& f, LocalCounting& counting) {
+  if (f.Has("counting")) {
+    const std::string mode = f["counting"].OneOf({"shared", "synced", "leased"});
+    counting.mode = mode == "synced"   ? Counting::kSynced
+                    : mode == "leased" ? Counting::kLeased
+                                       : Counting::kShared;
+  }
+  if (f.Has("sync_interval")) {
+    if (counting.mode != Counting::kSynced) f["sync_interval"].Fail("needs counting: synced");
+    counting.sync_interval_ms = f["sync_interval"].Duration().count();
+  }
+  if (f.Has("lease")) {
+    Field lease = f["lease"];
+    if (counting.mode != Counting::kLeased) lease.Fail("needs counting: leased");
+    lease.ExpectMap({"max_fraction", "ttl"});
+    if (lease.Has("max_fraction"))
+      counting.lease_max_fraction = lease["max_fraction"].Fraction(0, 1);
+    if (lease.Has("ttl")) counting.lease_ttl_ms = lease["ttl"].Duration().count();
+  }
+}
+
 Rule ParseRule(const Field& f) {
   f.ExpectMap({"name", "key", "bucket", "capacity", "tokens", "period", "cost", "shadow", "match",
-               "overrides", "wait", "algorithm"});
+               "overrides", "wait", "algorithm", "counting", "sync_interval", "lease"});
   for (const char* required : {"name", "key", "capacity", "period"}) {
     if (!f.Has(required)) f.Fail(std::string("needs a ") + required);
   }
@@ -260,6 +294,7 @@ Rule ParseRule(const Field& f) {
                      : algorithm == "fixed-window" ? Algorithm::kFixedWindow
                                                    : Algorithm::kTokenBucket;
   }
+  ParseCounting(f, rule.counting);
   if (f.Has("wait")) {
     Field wait = f["wait"];
     wait.ExpectMap({"replicas", "timeout"});

@@ -1,5 +1,6 @@
 #include "sluice/limiter.h"
 
+#include <algorithm>
 #include <atomic>
 #include <future>
 #include <set>
@@ -216,8 +217,9 @@ Result<Plan> MakePlan(const Limiter::State& state, const Request& request) {
                                      "\": " + key.status().message());
     }
     const Limit& limit = rule.LimitFor(*value);
-    plan.ops.push_back(
-        {std::move(key).value(), limit, rule.cost, rule.wait, rule.algorithm, !rule.shadow});
+    plan.ops.push_back({std::move(key).value(), limit, rule.cost, rule.wait, rule.algorithm,
+                        !rule.shadow,
+                        /*up_to=*/false, rule.counting});
     plan.rules.push_back(i);
     plan.limits.push_back(limit);
   }
@@ -258,6 +260,13 @@ Result<std::unique_ptr<Limiter>> Limiter::Create(std::vector<Rule> rules, Limite
   if (store == nullptr) return Status::InvalidArgument("a limiter needs a store");
   if (Status s = ValidatePrefix(options.key_prefix); !s.ok()) return s;
   if (Status s = ValidateRules(rules); !s.ok()) return s;
+  const bool counts_locally = std::any_of(rules.begin(), rules.end(), [](const Rule& rule) {
+    return rule.counting.mode != Counting::kShared;
+  });
+  if (counts_locally && !store->CountsLocally()) {
+    return Status::InvalidArgument(
+        "synced and leased rules need a LocalCountingStore in front of the shared store");
+  }
   auto state = std::make_shared<State>();
   state->rules = std::move(rules);
   state->options = std::move(options);

@@ -56,6 +56,23 @@ Status CheckWindow(Algorithm algorithm, const Limit& limit) {
                                  std::to_string(limit.capacity) + ")");
 }
 
+// Local counts stand on the token bucket's arithmetic (a lease is a take of up to k tokens), and
+// their intervals must be short enough to bound an overshoot and long enough to save calls.
+Status CheckCounting(const LocalCounting& counting, Algorithm algorithm) {
+  if (counting.mode == Counting::kShared) return {};
+  if (algorithm != Algorithm::kTokenBucket) {
+    return Status::InvalidArgument("synced and leased counting need the token-bucket algorithm");
+  }
+  if (Status s = CheckRange("sync_interval", counting.sync_interval_ms, 10, 3'600'000); !s.ok()) {
+    return s;
+  }
+  if (Status s = CheckRange("lease ttl", counting.lease_ttl_ms, 10, 3'600'000); !s.ok()) return s;
+  if (!(counting.lease_max_fraction > 0 && counting.lease_max_fraction <= 1)) {
+    return Status::InvalidArgument("lease max_fraction must be more than 0 and at most 1");
+  }
+  return {};
+}
+
 }  // namespace
 
 Status Limit::Validate() const {
@@ -99,12 +116,13 @@ Status Rule::Validate() const {
   if (Status s = CheckRange("wait timeout_ms", wait.timeout_ms, 0, 10'000); !s.ok()) {
     return in_rule(s);
   }
+  if (Status s = CheckCounting(counting, algorithm); !s.ok()) return in_rule(s);
   if (wait.replicas > 0 && wait.timeout_ms == 0) {
     return in_rule(
         Status::InvalidArgument("a wait for replicas needs a timeout (0 waits forever)"));
   }
-  for (const auto& [value, override_limit] : overrides) {
-    auto in_override = [&](const Status& s) {
+  for (const auto& [overridden, override_limit] : overrides) {
+    auto in_override = [&, &value = overridden](const Status& s) {
       return in_rule(Status::InvalidArgument("override \"" + value + "\": " + s.message()));
     };
     if (Status s = override_limit.Validate(); !s.ok()) return in_override(s);

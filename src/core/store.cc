@@ -11,6 +11,11 @@ Status ValidateBucketOps(const std::vector<BucketOp>& ops) {
       return Status::InvalidArgument("bucket " + op.key + ": cost " + std::to_string(op.cost) +
                                      " is beyond the capacity");
     }
+    if (op.up_to && (op.algorithm != Algorithm::kTokenBucket || op.cost < 0)) {
+      return Status::InvalidArgument("bucket " + op.key +
+                                     ": only a token bucket takes up to a cost, and never less "
+                                     "than nothing");
+    }
   }
   return {};
 }

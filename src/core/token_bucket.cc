@@ -30,4 +30,16 @@ TakeOutcome TakeTokens(const std::optional<BucketState>& state, const Limit& lim
   return out;
 }
 
+TakeOutcome TakeTokensUpTo(const std::optional<BucketState>& state, const Limit& limit,
+                           int64_t cost, int64_t now_ms) {
+  const int64_t there = TakeTokens(state, limit, 0, now_ms).reply.remaining;
+  const int64_t granted = std::min(cost, std::max<int64_t>(0, there));
+  TakeOutcome out = TakeTokens(state, limit, granted, now_ms);
+  out.reply.granted = granted;
+  out.reply.allowed = granted == cost;
+  if (granted == 0 && cost > 0)
+    out.reply.retry_ms = TakeTokens(state, limit, 1, now_ms).reply.retry_ms;
+  return out;
+}
+
 }  // namespace sluice

@@ -1,11 +1,14 @@
 #include "http/gateway.h"
 
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "http/client_address.h"
 #include "http/request_attributes.h"
 #include "sluice/headers.h"
+#include "sluice/local_counting_store.h"
 
 namespace sluice::http {
 
@@ -136,8 +139,17 @@ Gateway::Gateway(std::vector<std::shared_ptr<Store>> stores, std::function<bool(
 Status Gateway::Apply(config::Config config) {
   std::vector<std::unique_ptr<Limiter>> limiters;
   const LimiterOptions options = config::LimiterOptionsOf(config);  // one cache for all loops
+  // Rules that count locally share one set of local counts and leases per process, kept as
+  // long as this configuration is; it reaches the store through the first loop's connection.
+  std::shared_ptr<LocalCountingStore> local_counts;
+  if (std::any_of(config.rules.begin(), config.rules.end(),
+                  [](const Rule& r) { return r.counting.mode != Counting::kShared; })) {
+    local_counts = std::make_shared<LocalCountingStore>(stores_.front());
+  }
   for (const std::shared_ptr<Store>& store : stores_) {
-    Result<std::unique_ptr<Limiter>> limiter = Limiter::Create(config.rules, options, store);
+    Result<std::unique_ptr<Limiter>> limiter =
+        Limiter::Create(config.rules, options,
+                        local_counts ? std::static_pointer_cast<Store>(local_counts) : store);
     if (!limiter.ok()) return limiter.status();
     limiters.push_back(std::move(limiter).value());
   }
@@ -145,7 +157,7 @@ Status Gateway::Apply(config::Config config) {
   for (const Rule& rule : limiters.front()->rules())
     counters.push_back(metrics_.ForRule(rule.name));
   auto snapshot = std::make_shared<Snapshot>(
-      Snapshot{std::move(config), std::move(limiters), std::move(counters)});
+      Snapshot{std::move(config), std::move(limiters), std::move(counters), local_counts});
   std::lock_guard lock(mutex_);
   current_ = std::move(snapshot);
   return {};
@@ -280,10 +292,12 @@ asio::awaitable<HttpResponse> Gateway::HandleAdmin(HttpRequest request, asio::ip
                            ready ? "ready\n" : "store unreachable\n");
   }
   if (target == "/metrics") {
-    co_return MakeResponse(
-        bhttp::status::ok,
-        metrics_.Render(gauges_ ? gauges_() : std::vector<std::pair<std::string, double>>{}),
-        "text/plain; version=0.0.4");
+    std::string text =
+        metrics_.Render(gauges_ ? gauges_() : std::vector<std::pair<std::string, double>>{});
+    if (const auto& local = Current()->local_counts) {
+      text += Metrics::RenderLocalCounting(local->Stats());
+    }
+    co_return MakeResponse(bhttp::status::ok, std::move(text), "text/plain; version=0.0.4");
   }
   co_return MakeResponse(bhttp::status::not_found, "try /healthz, /readyz or /metrics\n");
 }

@@ -23,6 +23,8 @@ struct Snapshot {
   config::Config config;
   std::vector<std::unique_ptr<Limiter>> limiters;
   std::vector<RuleCounters*> rule_counters;  // the metrics of each rule, by index
+  // Shared by the loops' limiters when a rule counts locally; null otherwise.
+  std::shared_ptr<LocalCountingStore> local_counts;
 
   const std::vector<Rule>& rules() const { return limiters.front()->rules(); }
 };

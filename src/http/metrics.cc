@@ -112,4 +112,18 @@ std::string Metrics::Render(const std::vector<std::pair<std::string, double>>& g
   return out;
 }
 
+std::string Metrics::RenderLocalCounting(const LocalCountingStats& stats) {
+  std::string out;
+  RenderFamily(out, "sluice_local_decisions_total", {{"", stats.local_decisions}});
+  RenderFamily(out, "sluice_local_counting_store_calls_total",
+               {{R"(kind="sync")", stats.sync_calls},
+                {R"(kind="lease")", stats.lease_calls},
+                {R"(kind="any")", stats.store_calls}});
+  RenderFamily(
+      out, "sluice_leased_tokens_total",
+      {{R"(kind="granted")", stats.tokens_leased}, {R"(kind="returned")", stats.tokens_returned}});
+  RenderFamily(out, "sluice_sync_failures_total", {{"", stats.sync_failures}});
+  return out;
+}
+
 }  // namespace sluice::http

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "sluice/decision.h"
+#include "sluice/local_counting_store.h"
 #include "sluice/rule.h"
 
 namespace sluice::http {
@@ -57,6 +58,10 @@ class Metrics {
 
   // The whole text; `gauges` adds current values (name, value) such as requests in flight.
   std::string Render(const std::vector<std::pair<std::string, double>>& gauges) const;
+
+  // The counters of the local counts in force (synced and leased rules), in the same format;
+  // they start again from zero when a reload makes new local counts.
+  static std::string RenderLocalCounting(const LocalCountingStats& stats);
 
  private:
   std::atomic<uint64_t> requests_allowed_{0};

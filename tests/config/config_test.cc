@@ -91,6 +91,20 @@ TEST(ConfigTest, AlgorithmsAllOrNothingAndHashTags) {
   EXPECT_TRUE(options.hash_tag_values);
 }
 
+TEST(ConfigTest, LocalCounting) {
+  Result<Config> c = ParseConfig(
+      "upstream: {address: 127.0.0.1:9000}\n"
+      "rules: [{name: s, key: ip, capacity: 5, period: 1s, counting: synced, sync_interval: 2s},\n"
+      "        {name: l, key: key, capacity: 50, period: 1s, counting: leased,\n"
+      "         lease: {max_fraction: 0.25, ttl: 500ms}},\n"
+      "        {name: d, key: tenant, capacity: 5, period: 1s}]\n",
+      "c");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->rules[0].counting, (LocalCounting{Counting::kSynced, 2000, 0.1, 1000}));
+  EXPECT_EQ(c->rules[1].counting, (LocalCounting{Counting::kLeased, 1000, 0.25, 500}));
+  EXPECT_EQ(c->rules[2].counting.mode, Counting::kShared);
+}
+
 TEST(ConfigTest, OverLimitCache) {
   for (const auto& [yaml, keys] : {std::pair{"over_limit_cache: {}\n", size_t{100'000}},
                                    std::pair{"over_limit_cache: {max_keys: 50}\n", size_t{50}}}) {
@@ -225,6 +239,18 @@ INSTANTIATE_TEST_SUITE_P(
                   "upstream: {address: a:1}\nrules:\n  - {name: r, key: ip, capacity: 5, tokens: "
                   "3, period: 1s, algorithm: fixed-window}\n",
                   "tokens (3) must equal capacity (5)"},
+        BadConfig{"LeasedGcra",
+                  "upstream: {address: a:1}\nrules:\n  - {name: r, key: ip, capacity: 5, period: "
+                  "1s, counting: leased, algorithm: gcra}\n",
+                  "synced and leased counting need the token-bucket algorithm"},
+        BadConfig{"LeaseFractionOverOne",
+                  "upstream: {address: a:1}\nrules:\n  - {name: r, key: ip, capacity: 5, period: "
+                  "1s, counting: leased, lease: {max_fraction: 1.5}}\n",
+                  "rules[0].lease.max_fraction: must be more than"},
+        BadConfig{"SyncIntervalWithoutSynced",
+                  "upstream: {address: a:1}\nrules:\n  - {name: r, key: ip, capacity: 5, period: "
+                  "1s, sync_interval: 1s}\n",
+                  "rules[0].sync_interval: needs counting: synced"},
         BadConfig{"ShadowNotBool",
                   "upstream: {address: a:1}\nrules:\n  - {name: r, key: ip, capacity: 5, period: "
                   "1s, shadow: maybe}\n",

@@ -80,6 +80,38 @@ TEST(GatewayE2eTest, TwoGatewaysOneClusterAdmitExactlyTheLimit) {
   EXPECT_EQ(ok, 100);
 }
 
+// Two gateways leasing tokens from one bucket: never more than the limit between them, far
+// fewer calls to Redis than requests, and what they hold goes back to Redis when they stop.
+TEST(GatewayE2eTest, TwoGatewaysLeasingFromOneRedisNeverExceedTheLimit) {
+  RedisServer redis;
+  Upstream upstream;
+  const std::string config = RedisStore(redis) +
+                             "rules:\n  - {name: per-key, key: key, capacity: 100, period: 1h, "
+                             "counting: leased, lease: {max_fraction: 0.2, ttl: 1h}}\n";
+  Gateway a(upstream.port(), config);
+  Gateway b(upstream.port(), config);
+  int ok = 0;
+  for (int i = 0; i < 160; ++i) {
+    HttpResult r = (i % 2 == 0 ? a : b).Get("/", {{"X-Api-Key", "ak_lease"}});
+    if (r.status == 200) ++ok;
+  }
+  EXPECT_LE(ok, 100);
+  EXPECT_GE(ok, 60);
+  const std::string stats = redis.Client()->String({"INFO", "commandstats"});
+  const size_t at = stats.find("cmdstat_evalsha:calls=");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_LT(std::stol(stats.substr(at + 22)), 40) << "leases, not a call a request";
+  const std::string metrics = Fetch(a.admin(), "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("sluice_local_decisions_total"), std::string::npos) << metrics;
+
+  for (Gateway* g : {&a, &b}) {
+    g->process().Signal(SIGTERM);
+    EXPECT_EQ(g->process().Wait(milliseconds(5000)), 0);
+  }
+  const std::string tokens = redis.Client()->String({"HGET", "rl:key:ak_lease", "tokens"});
+  EXPECT_EQ(std::stoi(tokens), 100 - ok) << "every token leased and not spent goes back";
+}
+
 // Once Redis has said no for a key, the gateway answers that key's next requests itself until
 // the retry time: Redis sees no further call.
 TEST(GatewayE2eTest, OverLimitCacheSparesTheStore) {

@@ -77,7 +77,7 @@ void RunRandomSchedule(const std::string& script, const std::string& key_prefix,
 std::string WithClockFromArguments(std::string_view text) {
   std::string script(text);
   Swap(script, "redis.call('TIME')", "{ARGV[#ARGV - 1], ARGV[#ARGV]}");
-  Swap(script, "local gates = ARGV[4 * #KEYS + 1]", "local gates = nil");
+  Swap(script, "local flags = ARGV[4 * #KEYS + 1] or ''", "local flags = ''");
   return script;
 }
 

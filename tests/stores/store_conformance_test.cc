@@ -10,6 +10,7 @@
 
 #include "sluice/cluster_store.h"
 #include "sluice/limiter.h"
+#include "sluice/local_counting_store.h"
 #include "sluice/memory_store.h"
 #include "sluice/redis_store.h"
 #include "support/apply_blocking.h"
@@ -390,6 +391,114 @@ TEST_P(StoreConformanceTest, AllOrNothingFallsBackToRefundAndSaysSo) {
   EXPECT_EQ(d.fell_back_to_refund, GetParam().needs != StoreKind::Needs::kNothing);
   EXPECT_FALSE(d.verdicts[0].charged);
   EXPECT_EQ(Remaining("rl:gcra:ip:fb", kTenPerHour, Algorithm::kGcra), 9);
+}
+
+// A take of up to its cost grants what the bucket holds, beside an ordinary op in one call.
+TEST_P(StoreConformanceTest, TakeUpToGrantsWhatTheBucketHolds) {
+  BucketOp up_to{"rl:upto:{a}", kFivePerHour, 3};
+  up_to.up_to = true;
+  const BucketOp plain{"rl:plain:{a}", kFivePerHour, 1};
+  std::vector<int64_t> granted;
+  for (int i = 0; i < 3; ++i) {
+    auto replies = testing::ApplyBlocking(*store_, {up_to, plain});
+    ASSERT_TRUE(replies.ok()) << replies.status().ToString();
+    granted.push_back((*replies)[0].granted);
+    EXPECT_EQ((*replies)[0].allowed, (*replies)[0].granted == 3);
+    EXPECT_EQ((*replies)[1].granted, 0);
+    if (i == 2) EXPECT_GT((*replies)[0].retry_ms, 0);  // the time until one token is back
+  }
+  EXPECT_EQ(granted, (std::vector<int64_t>{3, 2, 0}));
+  EXPECT_EQ(Remaining("rl:upto:{a}", kFivePerHour), 0);
+}
+
+std::unique_ptr<Limiter> LocalLimiter(std::shared_ptr<Store> store, Counting mode, Limit limit) {
+  Rule rule{"per-key", "key", "", limit, 1};
+  rule.counting.mode = mode;
+  auto limiter = Limiter::Create({rule}, {}, std::move(store));
+  EXPECT_TRUE(limiter.ok()) << limiter.status().ToString();
+  return std::move(limiter).value();
+}
+
+// Three gateways leasing from one bucket with four threads each: together they admit no more
+// than the bucket, and what they held goes back when they stop.
+TEST_P(StoreConformanceTest, LeasedGatewaysNeverAdmitMoreThanTheSharedBucket) {
+  std::atomic<int> admitted{0};
+  {
+    std::vector<std::shared_ptr<LocalCountingStore>> gateways;
+    std::vector<std::unique_ptr<Limiter>> limiters;
+    for (int g = 0; g < 3; ++g) {
+      gateways.push_back(std::make_shared<LocalCountingStore>(store_));
+      limiters.push_back(LocalLimiter(gateways.back(), Counting::kLeased, kHundredPerHour));
+    }
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 12; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < 15; ++i) {
+          admitted += limiters[static_cast<size_t>(t % 3)]->CheckBlocking({{"key", "hot"}}).allowed;
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    EXPECT_LE(admitted.load(), 100);
+    EXPECT_GT(admitted.load(), 50);
+  }
+  EXPECT_EQ(admitted.load() + Remaining("rl:key:hot", kHundredPerHour), 100);
+}
+
+// Synced gateways each admit from what they know; a sync brings every count to the store.
+TEST_P(StoreConformanceTest, SyncedGatewaysEnforceTheTotalsAfterASync) {
+  std::vector<std::shared_ptr<LocalCountingStore>> gateways;
+  std::vector<std::unique_ptr<Limiter>> limiters;
+  for (int g = 0; g < 2; ++g) {
+    gateways.push_back(std::make_shared<LocalCountingStore>(store_, nullptr, false));
+    limiters.push_back(LocalLimiter(gateways.back(), Counting::kSynced, kTenPerHour));
+  }
+  const Request request{{"key", "synced"}};
+  for (int i = 0; i < 4; ++i) {
+    for (auto& limiter : limiters) ASSERT_TRUE(limiter->CheckBlocking(request).allowed);
+  }
+  EXPECT_EQ(Remaining("rl:key:synced", kTenPerHour), 10);  // nothing sent yet
+  for (auto& gateway : gateways) {
+    std::promise<void> synced;
+    gateway->Flush([&] { synced.set_value(); });
+    synced.get_future().wait();
+  }
+  EXPECT_EQ(Remaining("rl:key:synced", kTenPerHour), 2);
+  // The last to sync knows that the bucket holds 2.
+  EXPECT_TRUE(limiters[1]->CheckBlocking(request).allowed);
+  EXPECT_TRUE(limiters[1]->CheckBlocking(request).allowed);
+  EXPECT_FALSE(limiters[1]->CheckBlocking(request).allowed);
+}
+
+// A synced gateway goes on deciding from its own counts while Redis is down, and sends them all
+// once it is back.
+TEST(SyncedCountingOnRedisTest, DecidesWhileRedisIsDownAndSendsItsCountsWhenItReturns) {
+  RedisServer server;
+  auto options = server.Options();
+  options.timeout = std::chrono::milliseconds(100);
+  auto redis = std::make_shared<RedisStore>(options);
+  ASSERT_TRUE(redis->WaitReady(std::chrono::seconds(5)));
+  auto gateway = std::make_shared<LocalCountingStore>(redis, nullptr, false);
+  auto limiter = LocalLimiter(gateway, Counting::kSynced, kTenPerHour);
+  auto flush = [&] {
+    std::promise<void> flushed;
+    gateway->Flush([&] { flushed.set_value(); });
+    flushed.get_future().wait();
+  };
+  const Request request{{"key", "down"}};
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(limiter->CheckBlocking(request).allowed);
+  flush();
+  server.Kill();
+  int admitted = 0;
+  for (int i = 0; i < 10; ++i) admitted += limiter->CheckBlocking(request).allowed ? 1 : 0;
+  EXPECT_EQ(admitted, 7);  // what the last sync left, counted locally
+  flush();
+  EXPECT_EQ(gateway->Stats().sync_failures, 1u);
+
+  server.Start();  // empty: a full bucket
+  ASSERT_TRUE(redis->WaitReady(std::chrono::seconds(5)));
+  flush();
+  EXPECT_EQ(server.Client()->Command({"HGET", "rl:key:down", "tokens"})->str, std::string("3"));
 }
 
 INSTANTIATE_TEST_SUITE_P(

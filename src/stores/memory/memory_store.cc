@@ -39,6 +39,7 @@ class MemoryStore::Shard {
     auto it = buckets_.find(op.key);
     std::optional<BucketState> state;
     if (it != buckets_.end() && it->second.expires_ms > now_ms) state = it->second.state;
+    if (op.up_to) return TakeTokensUpTo(state, op.limit, cost, now_ms);
     return TakeFromBucket(op.algorithm, state, op.limit, cost, now_ms);
   }
 
@@ -115,19 +116,23 @@ void MemoryStore::ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallback don
   const int64_t now_ms = clock_->NowMs();
   // Every shard the ops touch, locked in index order so that two such calls cannot deadlock.
   std::vector<size_t> touched;
+  touched.reserve(ops.size());
   for (const BucketOp& op : ops) touched.push_back(ShardIndex(op.key));
   std::sort(touched.begin(), touched.end());
   touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
   std::vector<std::unique_lock<std::mutex>> locks;
+  locks.reserve(touched.size());
   for (size_t index : touched) locks.push_back(shards_[index]->Lock());
 
   std::vector<TakeOutcome> outcomes;
+  outcomes.reserve(ops.size());
   bool charge = true;
   for (const BucketOp& op : ops) {
     outcomes.push_back(shards_[ShardIndex(op.key)]->Take(op, op.cost, now_ms));
     if (op.enforced && !outcomes.back().reply.allowed) charge = false;
   }
   std::vector<BucketReply> replies;
+  replies.reserve(ops.size());
   for (size_t i = 0; i < ops.size(); ++i) {
     Shard& shard = *shards_[ShardIndex(ops[i].key)];
     if (charge) {

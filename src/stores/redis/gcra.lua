@@ -31,11 +31,11 @@ local function take(i, cost)
   return allowed, tat, retry_ms, math.floor(capacity - (tat - now) / interval + 1e-9)
 end
 
-local gates = ARGV[4 * #KEYS + 1]
+local flags = ARGV[4 * #KEYS + 1] or ''
 local taken, charge = {}, true
 for i = 1, #KEYS do
   taken[i] = {take(i, tonumber(ARGV[4 * i]))}
-  if gates and taken[i][1] == 0 and gates:sub(i, i) == '1' then charge = false end
+  if taken[i][1] == 0 and flags:sub(i, i) == '1' then charge = false end
 end
 local reply = {}
 for i, key in ipairs(KEYS) do

@@ -47,13 +47,18 @@ std::string_view ScriptOf(Algorithm algorithm) {
   return TokenBucketScript();
 }
 
-// The all-or-nothing argument the scripts take after their numbers: '1' for each op whose
-// rejection charges none.
-std::string Gates(const std::vector<BucketOp>& ops) {
-  std::string gates;
-  gates.reserve(ops.size());
-  for (const BucketOp& op : ops) gates.push_back(op.enforced ? '1' : '0');
-  return gates;
+// The flags the scripts take after their numbers, one per op: 'u' takes up to the cost; in an
+// all-or-nothing call, '1' for each op whose rejection charges none. Empty when no op needs one.
+std::string Flags(const std::vector<BucketOp>& ops, bool all_or_nothing) {
+  const bool any_up_to =
+      std::any_of(ops.begin(), ops.end(), [](const BucketOp& op) { return op.up_to; });
+  if (!all_or_nothing && !any_up_to) return {};
+  std::string flags;
+  flags.reserve(ops.size());
+  for (const BucketOp& op : ops) {
+    flags.push_back(op.up_to ? 'u' : (all_or_nothing && op.enforced) ? '1' : '0');
+  }
+  return flags;
 }
 // A NOSCRIPT answer is followed by a reload and a resend; twice in a row for one operation
 // means something else is wrong, and the check fails instead of looping.
@@ -80,8 +85,11 @@ bool IsMissingCode(std::string_view error) {
   return error.starts_with("NOSCRIPT") || error.starts_with("ERR Function not found");
 }
 
-// The script's reply for `count` buckets: allowed, remaining, retry_ms for each in turn.
-Result<std::vector<BucketReply>> ParseBucketReplies(const redisReply& reply, size_t count) {
+// The script's reply for `ops`: allowed (for an up_to op, the tokens it took), remaining,
+// retry_ms for each in turn.
+Result<std::vector<BucketReply>> ParseBucketReplies(const redisReply& reply,
+                                                    const std::vector<BucketOp>& ops) {
+  const size_t count = ops.size();
   if (reply.type != REDIS_REPLY_ARRAY || reply.elements != 3 * count) {
     return Status::StoreError("unexpected reply to the token bucket script");
   }
@@ -92,8 +100,10 @@ Result<std::vector<BucketReply>> ParseBucketReplies(const redisReply& reply, siz
   }
   std::vector<BucketReply> replies(count);
   for (size_t i = 0; i < count; ++i) {
-    replies[i] = {reply.element[3 * i]->integer == 1, reply.element[3 * i + 1]->integer,
-                  reply.element[3 * i + 2]->integer};
+    const long long first = reply.element[3 * i]->integer;
+    replies[i] = {ops[i].up_to ? first == ops[i].cost : first == 1,
+                  reply.element[3 * i + 1]->integer, reply.element[3 * i + 2]->integer,
+                  ops[i].up_to ? first : 0};
   }
   return replies;
 }
@@ -432,9 +442,9 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   }
 
   // One script call for all of a check's buckets: their keys, then four numbers for each, then
-  // for all-or-nothing which ops gate the charge; ASKING before it when the check asks for it. A
-  // check whose time is up is not sent: the server would charge it and the caller would hear only
-  // the timeout.
+  // the flags (up-to ops, and which ops gate an all-or-nothing charge) when any is needed;
+  // ASKING before it when the check asks for it. A check whose time is up is not sent: the
+  // server would charge it and the caller would hear only the timeout.
   void Send(const CheckPtr& check) {
     if (check->finished) return;
     if (Clock::now() >= check->deadline) return TimeOut(*check);
@@ -444,7 +454,8 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
       out.Write({"ASKING"});
       pending_.push_back({Pending::Kind::kAsking, nullptr});
     }
-    out.Command(3 + 5 * ops.size() + (check->all_or_nothing ? 1 : 0));
+    const std::string flags = Flags(ops, check->all_or_nothing);
+    out.Command(3 + 5 * ops.size() + (flags.empty() ? 0 : 1));
     if (options_.mode == ScriptMode::kEvalsha) {
       out.Arg("EVALSHA").Arg(script_sha_[Index(check->algorithm)]);
     } else {
@@ -455,7 +466,7 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     for (const BucketOp& op : ops) {
       out.Arg(op.limit.capacity).Arg(op.limit.tokens).Arg(op.limit.period_ms).Arg(op.cost);
     }
-    if (check->all_or_nothing) out.Arg(Gates(ops));
+    if (!flags.empty()) out.Arg(flags);
     pending_.push_back({Pending::Kind::kBucket, check});
     ops_in_flight_ += ops.size();
     commands_.fetch_add(1, std::memory_order_relaxed);
@@ -585,7 +596,7 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
       if (IsMissingCode(error)) return Resend(p.check, error);
       return check.Finish(Status::StoreError(std::string(error)));
     }
-    Result<std::vector<BucketReply>> replies = ParseBucketReplies(reply, check.ops.size());
+    Result<std::vector<BucketReply>> replies = ParseBucketReplies(reply, check.ops);
     if (replies.ok() && check.wait.replicas > 0) {
       check.replies = std::move(replies).value();  // answered when WAIT is
       return;

@@ -1,0 +1,79 @@
+// Local counts in front of a shared store: rules with `counting: synced` or `counting: leased`
+// are decided in the gateway, and the shared store hears from it in batches.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "sluice/clock.h"
+#include "sluice/store.h"
+
+namespace sluice {
+
+// What a LocalCountingStore has done, for metrics and for measuring it.
+struct LocalCountingStats {
+  uint64_t local_decisions = 0;  // synced or leased ops decided without a store call
+  uint64_t store_calls = 0;      // Apply calls made to the shared store, all kinds
+  uint64_t sync_calls = 0;       // of which sent synced counts
+  uint64_t lease_calls = 0;      // of which took leases
+  uint64_t tokens_leased = 0;    // tokens the shared store granted as leases
+  uint64_t tokens_returned = 0;  // unused leased tokens given back
+  uint64_t sync_failures = 0;    // syncs the store failed; their counts are sent again later
+};
+
+// A Store that decides the ops of synced and leased rules (BucketOp::counting) in this process
+// and passes every other op to `shared`, the store every gateway uses:
+//
+// - synced: a bucket's tokens are what the last sync said, refilled since at the limit's rate,
+//   less what this gateway admitted since. Every sync interval the admitted counts go to the
+//   shared store in one Apply, as takes of up to the count (BucketOp::up_to), and the replies
+//   are the tokens the next interval enforces from. If the store fails, checks go on against
+//   the last tokens known and the counts are sent with the next sync. Gateways may together
+//   admit up to (gateways x the limit) more than the bucket between syncs.
+// - leased: a check that finds no local tokens takes a lease of k tokens from the shared bucket
+//   (a take of up to k, so it gets at most what is there), in the same Apply as the check's
+//   shared ops; checks on that bucket wait for a lease in flight rather than take one each.
+//   k follows this gateway's own rate on the bucket (enough for one lease ttl; one token when
+//   idle), capped at lease_max_fraction of the capacity. Unused tokens go back when the lease
+//   expires and when the store is destroyed. The gateways together never admit more than the
+//   shared bucket alone would have.
+//
+// Refunds (negative costs) give tokens back locally. ApplyAllOrNothing passes calls without
+// local ops through and answers kFailedPrecondition for others (the limiter then refunds).
+// Thread-safe. A background thread sends due syncs and returns expired leases every few
+// milliseconds, unless the store is made with `background` false: then the caller calls Tick.
+class LocalCountingStore final : public Store {
+ public:
+  // `clock` (a SteadyClock when null) times syncs and leases; the buckets' own clock stays the
+  // shared store's.
+  explicit LocalCountingStore(std::shared_ptr<Store> shared,
+                              std::shared_ptr<const Clock> clock = nullptr, bool background = true);
+  // Sends what is counted and returns every lease, then waits (at most a second) for the
+  // shared store to answer.
+  ~LocalCountingStore() override;
+
+  LocalCountingStore(const LocalCountingStore&) = delete;
+  LocalCountingStore& operator=(const LocalCountingStore&) = delete;
+
+  void Apply(std::vector<BucketOp> ops, StoreCallback done) override;
+  void ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallback done) override;
+  bool CountsLocally() const override { return true; }
+
+  // Sends the synced counts that are due and returns the leases that have expired, in one
+  // Apply to the shared store; `done` (optional) runs when it has answered, or at once when
+  // there was nothing to send.
+  void Tick(std::function<void()> done = nullptr);
+
+  // Sends every synced count now and returns every lease's unused tokens; `done` as for Tick.
+  void Flush(std::function<void()> done = nullptr);
+
+  LocalCountingStats Stats() const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace sluice

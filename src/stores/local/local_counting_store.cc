@@ -1,0 +1,530 @@
+#include "sluice/local_counting_store.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <future>
+#include <limits>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+
+namespace sluice {
+namespace {
+
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+// How often the background thread looks for due syncs and expired leases.
+constexpr auto kTickEvery = std::chrono::milliseconds(5);
+
+double PerMs(const Limit& limit) {
+  return static_cast<double>(limit.tokens) / static_cast<double>(limit.period_ms);
+}
+
+int64_t MsUntil(double tokens_short, const Limit& limit) {
+  return static_cast<int64_t>(std::ceil(tokens_short / PerMs(limit)));
+}
+
+// One Apply's replies, gathered from local decisions, the shared store and other checks'
+// leases; answers once, when the last has come or on the first failure.
+class Gather {
+ public:
+  Gather(size_t count, StoreCallback done)
+      : replies_(count), outstanding_(count + 1), done_(std::move(done)) {}
+
+  void Set(size_t index, const BucketReply& reply) {
+    std::unique_lock lock(mutex_);
+    replies_[index] = reply;
+    Settle(lock);
+  }
+
+  void Fail(const Status& status) {
+    std::unique_lock lock(mutex_);
+    if (error_.ok()) error_ = status;
+    Settle(lock);
+  }
+
+  // The builder's own hold: no answer before every op has been handed out.
+  void Release() {
+    std::unique_lock lock(mutex_);
+    Settle(lock);
+  }
+
+ private:
+  void Settle(std::unique_lock<std::mutex>& lock) {
+    if (--outstanding_ > 0 && error_.ok()) return;
+    if (!done_) return;  // answered already, on a failure
+    StoreCallback done = std::move(done_);
+    done_ = nullptr;
+    Result<std::vector<BucketReply>> result =
+        error_.ok() ? Result<std::vector<BucketReply>>(std::move(replies_))
+                    : Result<std::vector<BucketReply>>(error_);
+    lock.unlock();
+    done(std::move(result));
+  }
+
+  std::mutex mutex_;
+  std::vector<BucketReply> replies_;
+  size_t outstanding_;
+  Status error_;
+  StoreCallback done_;
+};
+
+struct Waiter {
+  std::shared_ptr<Gather> gather;
+  size_t index = 0;
+  int64_t cost = 0;
+};
+
+// One bucket as this gateway sees it.
+struct LocalBucket {
+  Limit limit;
+  LocalCounting counting;
+  int64_t last_used_ms = 0;
+
+  // Synced: the tokens the last sync reported, at known_ms; what was admitted since that sync
+  // was sent (unsent) and what the sync in flight carries (sending).
+  double known_tokens = 0;
+  int64_t known_ms = 0;
+  int64_t unsent = 0;
+  int64_t sending = 0;
+  bool syncing = false;
+  int64_t next_sync_ms = 0;
+
+  // Leased: tokens held, until lease_expires_ms; checks waiting for the lease in flight.
+  int64_t held = 0;
+  int64_t lease_expires_ms = kNever;
+  bool leasing = false;
+  std::vector<Waiter> waiters;
+  int64_t lease_taken_ms = -1;  // when the last lease was asked for
+  int64_t lease_asked = 0;      // and how many tokens it asked for
+  // A lease that came back short found the shared bucket dry: until it has had time to refill
+  // what was asked (at most one lease ttl), checks short of tokens are rejected here rather than
+  // each asking the store for the few tokens back meanwhile.
+  int64_t dry_until_ms = 0;
+  int64_t spent_since_lease = 0;
+};
+
+// A call to the shared store made for local buckets: which bucket each op was for, and why.
+struct Errand {
+  enum class Kind { kSync, kLease, kReturn } kind;
+  std::string key;
+};
+
+}  // namespace
+
+struct LocalCountingStore::State : std::enable_shared_from_this<State> {
+  std::shared_ptr<Store> shared;
+  std::shared_ptr<const Clock> clock;
+
+  std::mutex mutex;
+  std::unordered_map<std::string, LocalBucket> buckets;
+  int64_t next_due_ms = kNever;  // the soonest sync or lease expiry
+  std::minstd_rand jitter{std::random_device{}()};
+
+  std::atomic<uint64_t> local_decisions{0}, store_calls{0}, sync_calls{0}, lease_calls{0},
+      tokens_leased{0}, tokens_returned{0}, sync_failures{0};
+
+  std::mutex ticker_mutex;
+  std::condition_variable ticker_wake;
+  bool stopping = false;
+  std::thread ticker;
+
+  LocalBucket& BucketFor(const BucketOp& op, int64_t now) {
+    auto [it, fresh] = buckets.try_emplace(op.key);
+    LocalBucket& b = it->second;
+    if (fresh) {
+      b.known_tokens = static_cast<double>(op.limit.capacity);  // a bucket never seen is full
+      b.known_ms = now;
+      b.next_sync_ms = now + op.counting.sync_interval_ms;
+    }
+    b.limit = op.limit;  // a reloaded rule's new limit applies at once
+    b.counting = op.counting;
+    b.last_used_ms = now;
+    return b;
+  }
+
+  // Synced: decides from the tokens known, refilled since, less what was admitted since.
+  BucketReply TakeSynced(LocalBucket& b, int64_t cost, int64_t now) {
+    const double tokens =
+        std::min(static_cast<double>(b.limit.capacity),
+                 b.known_tokens + static_cast<double>(now - b.known_ms) * PerMs(b.limit)) -
+        static_cast<double>(b.unsent + b.sending);
+    BucketReply reply;
+    reply.allowed = cost <= 0 || tokens >= static_cast<double>(cost);
+    if (reply.allowed) {
+      b.unsent += cost;
+    } else {
+      reply.retry_ms = MsUntil(static_cast<double>(cost) - tokens, b.limit);
+    }
+    reply.remaining = std::max<int64_t>(
+        0,
+        static_cast<int64_t>(std::floor(tokens - static_cast<double>(reply.allowed ? cost : 0))));
+    next_due_ms = std::min(next_due_ms, b.next_sync_ms);
+    return reply;
+  }
+
+  // Leased: spends held tokens; false when the check must wait for a lease.
+  bool SpendLeased(LocalBucket& b, int64_t cost, BucketReply& reply) {
+    if (cost > 0 && b.held < cost) return false;
+    b.held -= cost;  // a refund (cost < 0) is held until the lease expires
+    if (cost > 0) b.spent_since_lease += cost;
+    if (b.held > 0 && b.lease_expires_ms == kNever) {
+      b.lease_expires_ms = b.last_used_ms + b.counting.lease_ttl_ms;
+      next_due_ms = std::min(next_due_ms, b.lease_expires_ms);
+    }
+    reply = {true, b.held, 0, 0};
+    return true;
+  }
+
+  // The next lease's size: enough for this gateway's rate on the bucket over one lease ttl, at
+  // least `need`, at most lease_max_fraction of the capacity (unless `need` is more).
+  static int64_t LeaseSize(const LocalBucket& b, int64_t need, int64_t now) {
+    const auto cap =
+        std::max<int64_t>(1, static_cast<int64_t>(b.counting.lease_max_fraction *
+                                                  static_cast<double>(b.limit.capacity)));
+    int64_t want = 1;
+    if (b.lease_taken_ms >= 0) {
+      const double per_ms = static_cast<double>(b.spent_since_lease) /
+                            static_cast<double>(std::max<int64_t>(1, now - b.lease_taken_ms));
+      want = static_cast<int64_t>(std::ceil(per_ms * static_cast<double>(b.counting.lease_ttl_ms)));
+    }
+    return std::min(b.limit.capacity, std::max(need, std::min(cap, std::max<int64_t>(1, want))));
+  }
+
+  // Starts a lease for the bucket's waiters: an up-to take, sent by the caller.
+  BucketOp StartLease(const std::string& key, LocalBucket& b, int64_t now) {
+    int64_t need = 0;
+    for (const Waiter& w : b.waiters) need += w.cost;
+    b.leasing = true;
+    const int64_t size = LeaseSize(b, std::min(need, b.limit.capacity), now);
+    b.lease_taken_ms = now;
+    b.lease_asked = size;
+    b.spent_since_lease = 0;
+    BucketOp op{key, b.limit, size};
+    op.up_to = true;
+    return op;
+  }
+
+  // A lease came back: serves the waiters in order, and returns the next lease to take when the
+  // store had more than this one and checks still wait.
+  std::optional<BucketOp> OnLease(const std::string& key, const Result<BucketReply>& reply,
+                                  std::vector<std::pair<Waiter, Result<BucketReply>>>& answers) {
+    std::lock_guard lock(mutex);
+    auto it = buckets.find(key);
+    if (it == buckets.end()) return std::nullopt;
+    LocalBucket& b = it->second;
+    b.leasing = false;
+    const int64_t now = clock->NowMs();
+    if (!reply.ok()) {
+      for (Waiter& w : b.waiters) answers.emplace_back(std::move(w), reply.status());
+      b.waiters.clear();
+      return std::nullopt;
+    }
+    b.held += reply->granted;
+    tokens_leased.fetch_add(static_cast<uint64_t>(reply->granted), std::memory_order_relaxed);
+    if (b.held > 0) {
+      b.lease_expires_ms = now + b.counting.lease_ttl_ms;
+      next_due_ms = std::min(next_due_ms, b.lease_expires_ms);
+    }
+    if (!reply->allowed) {
+      // Jittered, so that gateways short of tokens do not come back in the same order each time,
+      // the first to return always taking what refilled.
+      const int64_t refill_ms =
+          MsUntil(static_cast<double>(b.lease_asked - reply->granted), b.limit);
+      const int64_t wait_ms = std::clamp<int64_t>(
+          refill_ms, reply->retry_ms, std::max(reply->retry_ms, b.counting.lease_ttl_ms));
+      b.dry_until_ms = now + std::uniform_int_distribution<int64_t>(wait_ms / 2, wait_ms)(jitter);
+    }
+    size_t served = 0;
+    for (; served < b.waiters.size(); ++served) {
+      Waiter& w = b.waiters[served];
+      BucketReply out;
+      if (!SpendLeased(b, w.cost, out)) break;
+      answers.emplace_back(std::move(w), out);
+    }
+    b.waiters.erase(b.waiters.begin(), b.waiters.begin() + static_cast<ptrdiff_t>(served));
+    if (b.waiters.empty()) return std::nullopt;
+    if (reply->allowed) return StartLease(key, b, now);  // the store had all asked: ask again
+    // The shared bucket is dry: the rest wait for it to refill.
+    for (Waiter& w : b.waiters) answers.emplace_back(std::move(w), DryRejection(b, w.cost, now));
+    b.waiters.clear();
+    return std::nullopt;
+  }
+
+  static BucketReply DryRejection(const LocalBucket& b, int64_t cost, int64_t now) {
+    const int64_t short_ms = MsUntil(static_cast<double>(cost - b.held), b.limit);
+    return {false, b.held, std::max(b.dry_until_ms - now, short_ms), 0};
+  }
+
+  // Sends `errands` (one op each) to the shared store; then `after`.
+  void Send(std::vector<BucketOp> ops, std::vector<Errand> errands, std::function<void()> after) {
+    if (ops.empty()) {
+      if (after) after();
+      return;
+    }
+    store_calls.fetch_add(1, std::memory_order_relaxed);
+    const bool any_sync = std::any_of(errands.begin(), errands.end(), [](const Errand& e) {
+      return e.kind == Errand::Kind::kSync;
+    });
+    if (any_sync) sync_calls.fetch_add(1, std::memory_order_relaxed);
+    shared->Apply(
+        std::move(ops), [self = shared_from_this(), errands = std::move(errands),
+                         after = std::move(after)](Result<std::vector<BucketReply>> replies) {
+          for (size_t i = 0; i < errands.size(); ++i) {
+            const Result<BucketReply> reply = replies.ok() ? Result<BucketReply>((*replies)[i])
+                                                           : Result<BucketReply>(replies.status());
+            self->OnErrand(errands[i], reply);
+          }
+          if (after) after();
+        });
+  }
+
+  void OnErrand(const Errand& errand, const Result<BucketReply>& reply) {
+    switch (errand.kind) {
+      case Errand::Kind::kSync:
+        return OnSync(errand.key, reply);
+      case Errand::Kind::kLease:
+        return FinishLease(errand.key, reply);
+      case Errand::Kind::kReturn:
+        return;  // tokens not given back are lost to this gateway, never overspent
+    }
+  }
+
+  void FinishLease(const std::string& key, const Result<BucketReply>& reply) {
+    std::vector<std::pair<Waiter, Result<BucketReply>>> answers;
+    std::optional<BucketOp> again = OnLease(key, reply, answers);
+    for (auto& [waiter, answer] : answers) {
+      if (answer.ok()) {
+        waiter.gather->Set(waiter.index, *answer);
+      } else {
+        waiter.gather->Fail(answer.status());
+      }
+    }
+    if (again) {
+      lease_calls.fetch_add(1, std::memory_order_relaxed);
+      Send({*again}, {{Errand::Kind::kLease, key}}, nullptr);
+    }
+  }
+
+  void OnSync(const std::string& key, const Result<BucketReply>& reply) {
+    std::lock_guard lock(mutex);
+    auto it = buckets.find(key);
+    if (it == buckets.end()) return;
+    LocalBucket& b = it->second;
+    b.syncing = false;
+    if (!reply.ok()) {  // counted still; sent with the next sync
+      sync_failures.fetch_add(1, std::memory_order_relaxed);
+      b.unsent += b.sending;
+    } else {
+      b.known_tokens = static_cast<double>(reply->remaining);
+      b.known_ms = clock->NowMs();
+    }
+    b.sending = 0;
+  }
+
+  // The ops that send due syncs and return expired leases (all of them when `everything`), and
+  // forgets buckets that have been idle with nothing to send.
+  void CollectDue(bool everything, std::vector<BucketOp>& ops, std::vector<Errand>& errands) {
+    std::lock_guard lock(mutex);
+    const int64_t now = clock->NowMs();
+    if (!everything && now < next_due_ms) return;
+    next_due_ms = kNever;
+    for (auto it = buckets.begin(); it != buckets.end();) {
+      LocalBucket& b = it->second;
+      if (b.counting.mode == Counting::kSynced) {
+        CollectSync(it->first, b, now, everything, ops, errands);
+      } else {
+        CollectReturn(it->first, b, now, everything, ops, errands);
+      }
+      const int64_t forget_ms =
+          b.last_used_ms + 2 * std::max(b.counting.sync_interval_ms, b.counting.lease_ttl_ms);
+      if (now > forget_ms && b.unsent == 0 && !b.syncing && b.held == 0 && !b.leasing) {
+        it = buckets.erase(it);
+      } else {
+        next_due_ms = std::min(next_due_ms, forget_ms + 1);
+        ++it;
+      }
+    }
+  }
+
+  void CollectSync(const std::string& key, LocalBucket& b, int64_t now, bool everything,
+                   std::vector<BucketOp>& ops, std::vector<Errand>& errands) {
+    if (b.syncing) return;
+    if (!everything && now < b.next_sync_ms) {
+      next_due_ms = std::min(next_due_ms, b.next_sync_ms);
+      return;
+    }
+    b.next_sync_ms = now + b.counting.sync_interval_ms;
+    // Nothing new and not used since the last sync: the tokens known are as good as any.
+    if (b.unsent == 0 && now - b.last_used_ms > b.counting.sync_interval_ms) return;
+    next_due_ms = std::min(next_due_ms, b.next_sync_ms);
+    // A store down for long can leave more counted than a bucket holds; it cannot go below 0.
+    b.sending = std::clamp(b.unsent, -b.limit.capacity, b.limit.capacity);
+    b.unsent -= b.sending;
+    b.syncing = true;
+    BucketOp op{key, b.limit, b.sending};
+    op.up_to = b.sending >= 0;  // what was admitted is sent even when the bucket has less
+    ops.push_back(std::move(op));
+    errands.push_back({Errand::Kind::kSync, key});
+  }
+
+  void CollectReturn(const std::string& key, LocalBucket& b, int64_t now, bool everything,
+                     std::vector<BucketOp>& ops, std::vector<Errand>& errands) {
+    if (b.held <= 0 || b.leasing) return;
+    if (!everything && now < b.lease_expires_ms) {
+      next_due_ms = std::min(next_due_ms, b.lease_expires_ms);
+      return;
+    }
+    tokens_returned.fetch_add(static_cast<uint64_t>(b.held), std::memory_order_relaxed);
+    ops.push_back({key, b.limit, -b.held});
+    errands.push_back({Errand::Kind::kReturn, key});
+    b.held = 0;
+    b.lease_expires_ms = kNever;
+  }
+
+  void RunTicker() {
+    std::unique_lock lock(ticker_mutex);
+    while (!ticker_wake.wait_for(lock, kTickEvery, [this] { return stopping; })) {
+      lock.unlock();
+      std::vector<BucketOp> ops;
+      std::vector<Errand> errands;
+      CollectDue(false, ops, errands);
+      Send(std::move(ops), std::move(errands), nullptr);
+      lock.lock();
+    }
+  }
+};
+
+LocalCountingStore::LocalCountingStore(std::shared_ptr<Store> shared,
+                                       std::shared_ptr<const Clock> clock, bool background)
+    : state_(std::make_shared<State>()) {
+  state_->shared = std::move(shared);
+  state_->clock = clock ? std::move(clock) : std::make_shared<SteadyClock>();
+  if (background) state_->ticker = std::thread([state = state_.get()] { state->RunTicker(); });
+}
+
+LocalCountingStore::~LocalCountingStore() {
+  if (state_->ticker.joinable()) {
+    {
+      std::lock_guard lock(state_->ticker_mutex);
+      state_->stopping = true;
+    }
+    state_->ticker_wake.notify_all();
+    state_->ticker.join();
+  }
+  auto flushed = std::make_shared<std::promise<void>>();
+  std::future<void> done = flushed->get_future();
+  Flush([flushed] { flushed->set_value(); });
+  done.wait_for(std::chrono::seconds(1));
+}
+
+void LocalCountingStore::Apply(std::vector<BucketOp> ops, StoreCallback done) {
+  const bool any_local = std::any_of(ops.begin(), ops.end(), [](const BucketOp& op) {
+    return op.counting.mode != Counting::kShared;
+  });
+  if (!any_local) {
+    state_->store_calls.fetch_add(1, std::memory_order_relaxed);
+    return state_->shared->Apply(std::move(ops), std::move(done));
+  }
+  if (Status s = ValidateBucketOps(ops); !s.ok()) return done(s);
+
+  auto gather = std::make_shared<Gather>(ops.size(), std::move(done));
+  std::vector<std::pair<size_t, BucketReply>> decided;
+  std::vector<BucketOp> forward;
+  std::vector<size_t> shared_index;  // for each forwarded shared op, its place in `ops`
+  std::vector<Errand> leases;        // after the shared ops in `forward`
+  std::vector<BucketOp> lease_ops;
+  {
+    std::lock_guard lock(state_->mutex);
+    const int64_t now = state_->clock->NowMs();
+    for (size_t i = 0; i < ops.size(); ++i) {
+      BucketOp& op = ops[i];
+      if (op.counting.mode == Counting::kShared) {
+        shared_index.push_back(i);
+        forward.push_back(std::move(op));
+        continue;
+      }
+      LocalBucket& b = state_->BucketFor(op, now);
+      BucketReply reply;
+      if (op.counting.mode == Counting::kSynced) {
+        decided.emplace_back(i, state_->TakeSynced(b, op.cost, now));
+      } else if (state_->SpendLeased(b, op.cost, reply)) {
+        decided.emplace_back(i, reply);
+      } else if (now < b.dry_until_ms) {
+        decided.emplace_back(i, State::DryRejection(b, op.cost, now));
+      } else {
+        b.waiters.push_back({gather, i, op.cost});
+        if (!b.leasing) {
+          lease_ops.push_back(state_->StartLease(op.key, b, now));
+          leases.push_back({Errand::Kind::kLease, op.key});
+        }
+      }
+    }
+  }
+  state_->local_decisions.fetch_add(decided.size(), std::memory_order_relaxed);
+  for (const auto& [index, reply] : decided) gather->Set(index, reply);
+  if (forward.empty() && lease_ops.empty()) return gather->Release();
+
+  const size_t shared_count = forward.size();
+  for (BucketOp& op : lease_ops) forward.push_back(std::move(op));
+  state_->store_calls.fetch_add(1, std::memory_order_relaxed);
+  if (!leases.empty()) state_->lease_calls.fetch_add(1, std::memory_order_relaxed);
+  state_->shared->Apply(
+      std::move(forward),
+      [state = state_, gather, shared_index = std::move(shared_index), leases = std::move(leases),
+       shared_count](Result<std::vector<BucketReply>> replies) {
+        for (size_t j = 0; j < shared_count; ++j) {
+          if (replies.ok()) {
+            gather->Set(shared_index[j], (*replies)[j]);
+          } else {
+            gather->Fail(replies.status());
+          }
+        }
+        for (size_t j = 0; j < leases.size(); ++j) {
+          state->FinishLease(leases[j].key, replies.ok()
+                                                ? Result<BucketReply>((*replies)[shared_count + j])
+                                                : Result<BucketReply>(replies.status()));
+        }
+      });
+  gather->Release();
+}
+
+void LocalCountingStore::ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallback done) {
+  const bool any_local = std::any_of(ops.begin(), ops.end(), [](const BucketOp& op) {
+    return op.counting.mode != Counting::kShared;
+  });
+  if (any_local) {
+    return done(Status::FailedPrecondition(
+        "all-or-nothing cannot take locally counted buckets in one step with shared ones"));
+  }
+  state_->store_calls.fetch_add(1, std::memory_order_relaxed);
+  state_->shared->ApplyAllOrNothing(std::move(ops), std::move(done));
+}
+
+void LocalCountingStore::Tick(std::function<void()> done) {
+  std::vector<BucketOp> ops;
+  std::vector<Errand> errands;
+  state_->CollectDue(false, ops, errands);
+  state_->Send(std::move(ops), std::move(errands), std::move(done));
+}
+
+void LocalCountingStore::Flush(std::function<void()> done) {
+  std::vector<BucketOp> ops;
+  std::vector<Errand> errands;
+  state_->CollectDue(true, ops, errands);
+  state_->Send(std::move(ops), std::move(errands), std::move(done));
+}
+
+LocalCountingStats LocalCountingStore::Stats() const {
+  auto get = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  const State& s = *state_;
+  return {get(s.local_decisions), get(s.store_calls),     get(s.sync_calls),   get(s.lease_calls),
+          get(s.tokens_leased),   get(s.tokens_returned), get(s.sync_failures)};
+}
+
+}  // namespace sluice

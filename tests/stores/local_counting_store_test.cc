@@ -1,0 +1,210 @@
+// Synced and leased counting over an in-process shared store, with a manual clock that both the
+// gateways and the shared store read: time moves only when a test moves it, so no token comes
+// back unless asked for. Every "gateway" is a LocalCountingStore of its own on one MemoryStore.
+#include "sluice/local_counting_store.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "sluice/limiter.h"
+#include "sluice/memory_store.h"
+#include "support/apply_blocking.h"
+
+namespace sluice {
+namespace {
+
+using testing::ApplyBlocking;
+
+class LocalCountingTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<LocalCountingStore> Gateway() {
+    return std::make_unique<LocalCountingStore>(shared_, clock_, /*background=*/false);
+  }
+
+  static Rule PerKey(Counting mode, Limit limit) {
+    Rule rule{"per-key", "key", "", limit, 1};
+    rule.counting.mode = mode;
+    return rule;
+  }
+
+  static std::unique_ptr<Limiter> LimiterOn(std::shared_ptr<Store> store, const Rule& rule) {
+    auto limiter = Limiter::Create({rule}, {}, std::move(store));
+    EXPECT_TRUE(limiter.ok()) << limiter.status().ToString();
+    return std::move(limiter).value();
+  }
+
+  // The shared bucket's tokens, looked at with a cost of 0.
+  int64_t SharedRemaining(const Limit& limit, const std::string& key = "rl:key:k") {
+    auto replies = ApplyBlocking(*shared_, {{key, limit, 0}});
+    EXPECT_TRUE(replies.ok());
+    return replies.ok() ? replies->front().remaining : -1;
+  }
+
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(1'000'000);
+  std::shared_ptr<MemoryStore> shared_ = std::make_shared<MemoryStore>(clock_);
+  const Request request_{{"key", "k"}};
+};
+
+const Limit kTenPerDay{10, 10, 86'400'000};
+const Limit kHundredPerDay{100, 100, 86'400'000};
+
+TEST_F(LocalCountingTest, ARuleThatCountsLocallyNeedsALocalCountingStore) {
+  auto limiter = Limiter::Create({PerKey(Counting::kSynced, kTenPerDay)}, {}, shared_);
+  EXPECT_EQ(limiter.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(LocalCountingTest, SyncedDecidesLocallyUntilTheIntervalSendsItsCounts) {
+  std::shared_ptr<LocalCountingStore> gateway = Gateway();
+  auto limiter = LimiterOn(gateway, PerKey(Counting::kSynced, kTenPerDay));
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(limiter->CheckBlocking(request_).allowed);
+  EXPECT_EQ(gateway->Stats().store_calls, 0u);
+  EXPECT_EQ(SharedRemaining(kTenPerDay), 10);
+
+  gateway->Tick();  // not due yet
+  EXPECT_EQ(gateway->Stats().sync_calls, 0u);
+  clock_->Advance(1000);
+  gateway->Tick();
+  EXPECT_EQ(gateway->Stats().sync_calls, 1u);
+  EXPECT_EQ(SharedRemaining(kTenPerDay), 6);
+  EXPECT_EQ(limiter->CheckBlocking(request_).verdicts[0].remaining, 5);
+}
+
+// Three gateways that each know nothing yet admit the whole limit each (the documented bound);
+// once each has synced, the bucket is empty for all of them.
+TEST_F(LocalCountingTest, SyncedGatewaysOvershootAtMostGatewaysTimesTheLimitBetweenSyncs) {
+  std::vector<std::shared_ptr<LocalCountingStore>> gateways;
+  std::vector<std::unique_ptr<Limiter>> limiters;
+  for (int g = 0; g < 3; ++g) {
+    gateways.push_back(Gateway());
+    limiters.push_back(LimiterOn(gateways.back(), PerKey(Counting::kSynced, kTenPerDay)));
+  }
+  int admitted = 0;
+  for (int round = 0; round < 15; ++round) {
+    for (auto& limiter : limiters) admitted += limiter->CheckBlocking(request_).allowed ? 1 : 0;
+  }
+  EXPECT_EQ(admitted, 30);  // 3 gateways x 10, against a bucket of 10
+  clock_->Advance(1000);
+  for (auto& gateway : gateways) gateway->Tick();
+  EXPECT_EQ(SharedRemaining(kTenPerDay), 0);
+  for (auto& limiter : limiters) EXPECT_FALSE(limiter->CheckBlocking(request_).allowed);
+}
+
+TEST_F(LocalCountingTest, SyncedRefundsGoBackWithTheNextSync) {
+  std::shared_ptr<LocalCountingStore> gateway = Gateway();
+  ASSERT_TRUE(ApplyBlocking(*shared_, {{"rl:key:k", kTenPerDay, 5}}).ok());
+  BucketOp op{"rl:key:k", kTenPerDay, 3};
+  op.counting.mode = Counting::kSynced;
+  ASSERT_TRUE(ApplyBlocking(*gateway, {op}).ok());
+  op.cost = -3;
+  ASSERT_TRUE(ApplyBlocking(*gateway, {op}).ok());
+  op.cost = -2;
+  ASSERT_TRUE(ApplyBlocking(*gateway, {op}).ok());
+  clock_->Advance(1000);
+  gateway->Tick();
+  EXPECT_EQ(SharedRemaining(kTenPerDay), 7);
+}
+
+// Twelve threads over three gateways: every token admitted came out of the shared bucket, and
+// every token leased and not spent goes back.
+TEST_F(LocalCountingTest, LeasedGatewaysNeverAdmitMoreThanTheSharedBucket) {
+  std::atomic<int> admitted{0};
+  {
+    std::vector<std::shared_ptr<LocalCountingStore>> gateways;
+    std::vector<std::unique_ptr<Limiter>> limiters;
+    for (int g = 0; g < 3; ++g) {
+      gateways.push_back(Gateway());
+      limiters.push_back(LimiterOn(gateways.back(), PerKey(Counting::kLeased, kHundredPerDay)));
+    }
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 12; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < 20; ++i) {
+          admitted += limiters[static_cast<size_t>(t % 3)]->CheckBlocking(request_).allowed;
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    EXPECT_LE(admitted.load(), 100);
+  }  // the gateways give back what they hold
+  EXPECT_EQ(admitted.load() + SharedRemaining(kHundredPerDay), 100);
+}
+
+TEST_F(LocalCountingTest, LeasesGrowOnAHotKeyToATenthOfACallPerRequestAtMost) {
+  const Limit big{10'000, 10'000, 86'400'000};
+  std::shared_ptr<LocalCountingStore> gateway = Gateway();
+  auto limiter = LimiterOn(gateway, PerKey(Counting::kLeased, big));
+  for (int i = 0; i < 5000; ++i) {
+    ASSERT_TRUE(limiter->CheckBlocking(request_).allowed);
+    if (i % 50 == 0) clock_->Advance(1);  // 50 requests a millisecond
+  }
+  const LocalCountingStats stats = gateway->Stats();
+  const double calls_per_admitted = static_cast<double>(stats.store_calls) / 5000;
+  std::cout << "leased, one hot key: " << stats.store_calls << " store calls for 5000 admitted ("
+            << calls_per_admitted << " a request), " << stats.tokens_leased << " tokens leased\n";
+  EXPECT_LE(calls_per_admitted, 0.1);
+  EXPECT_LE(stats.tokens_leased, 5000u + 1000u);  // never more than a tenth of capacity ahead
+}
+
+TEST_F(LocalCountingTest, AnIdleKeyLeasesOneTokenAndGivesBackWhatItDidNotSpend) {
+  std::shared_ptr<LocalCountingStore> gateway = Gateway();
+  auto limiter = LimiterOn(gateway, PerKey(Counting::kLeased, kHundredPerDay));
+  ASSERT_TRUE(limiter->CheckBlocking(request_).allowed);
+  EXPECT_EQ(gateway->Stats().tokens_leased, 1u);
+  clock_->Advance(10'000);
+  ASSERT_TRUE(limiter->CheckBlocking(request_).allowed);
+  EXPECT_EQ(gateway->Stats().tokens_leased, 2u);  // one request in 10 s: one token a lease
+
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(limiter->CheckBlocking(request_).allowed);  // busier
+  const int64_t held = 100 - 7 - SharedRemaining(kHundredPerDay);
+  ASSERT_GT(held, 0);
+  clock_->Advance(999);
+  gateway->Tick();
+  EXPECT_EQ(gateway->Stats().tokens_returned, 0u);  // the lease has 1 ms to go
+  clock_->Advance(1);
+  gateway->Tick();
+  EXPECT_EQ(gateway->Stats().tokens_returned, static_cast<uint64_t>(held));
+  EXPECT_EQ(SharedRemaining(kHundredPerDay), 93);
+}
+
+// Two gateways with equal demand take turns until the bucket is empty: neither starves.
+TEST_F(LocalCountingTest, TwoGatewaysWithEqualDemandShareABucketEvenly) {
+  const Limit thousand{1000, 1000, 86'400'000};
+  std::shared_ptr<LocalCountingStore> a = Gateway(), b = Gateway();
+  auto on_a = LimiterOn(a, PerKey(Counting::kLeased, thousand));
+  auto on_b = LimiterOn(b, PerKey(Counting::kLeased, thousand));
+  int from_a = 0, from_b = 0;
+  for (int i = 0; i < 1500; ++i) {
+    from_a += on_a->CheckBlocking(request_).allowed ? 1 : 0;
+    from_b += on_b->CheckBlocking(request_).allowed ? 1 : 0;
+    if (i % 10 == 0) clock_->Advance(1);
+  }
+  std::cout << "two gateways, equal demand: " << from_a << " and " << from_b << " of 1000\n";
+  EXPECT_EQ(from_a + from_b, 1000);
+  EXPECT_GE(std::min(from_a, from_b), 450);
+}
+
+TEST_F(LocalCountingTest, AllOrNothingFallsBackToRefundWithLocalRules) {
+  std::shared_ptr<LocalCountingStore> gateway = Gateway();
+  Rule local = PerKey(Counting::kSynced, kTenPerDay);
+  Rule shared{"per-ip", "ip", "", {1, 1, 86'400'000}, 1};
+  LimiterOptions options;
+  options.policy = MultiRulePolicy::kAllOrNothing;
+  auto limiter = Limiter::Create({local, shared}, options, gateway);
+  ASSERT_TRUE(limiter.ok());
+  const Request request{{"key", "k"}, {"ip", "i"}};
+  ASSERT_TRUE((*limiter)->CheckBlocking(request).allowed);
+  Decision second = (*limiter)->CheckBlocking(request);
+  EXPECT_FALSE(second.allowed);
+  EXPECT_TRUE(second.fell_back_to_refund);
+  EXPECT_EQ(second.verdicts[0].remaining, 8);  // taken, then given back locally
+  clock_->Advance(1000);
+  gateway->Tick();
+  EXPECT_EQ(SharedRemaining(kTenPerDay), 9);
+}
+
+}  // namespace
+}  // namespace sluice
