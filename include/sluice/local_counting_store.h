@@ -26,11 +26,14 @@ struct LocalCountingStats {
 // A Store that decides the ops of synced and leased rules (BucketOp::counting) in this process
 // and passes every other op to `shared`, the store every gateway uses:
 //
-// - synced: a bucket's tokens are what the last sync said, refilled since at the limit's rate,
-//   less what this gateway admitted since. Every sync interval the admitted counts go to the
-//   shared store in one Apply, as takes of up to the count (BucketOp::up_to), and the replies
-//   are the tokens the next interval enforces from. If the store fails, checks go on against
-//   the last tokens known and the counts are sent with the next sync. Gateways may together
+// - synced: a bucket's tokens are what the last sync said, less what this gateway admitted
+//   since, refilled at the limit's rate. A bucket first seen is taken as full and synced at
+//   once; after that, every sync interval (on the clock's interval boundaries, so that all of a
+//   rule's buckets go together) the admitted counts go to the shared store as takes of up to
+//   the count (BucketOp::up_to), one Apply a bucket (on Redis, written together: one pipeline),
+//   and the replies are the tokens the next interval enforces from. If the store fails, checks
+//   go on against this gateway's own reckoning and the counts are sent with a later sync (a
+//   sync that timed out is not sent again: it may have been applied). Gateways may together
 //   admit up to (gateways x the limit) more than the bucket between syncs.
 // - leased: a check that finds no local tokens takes a lease of k tokens from the shared bucket
 //   (a take of up to k, so it gets at most what is there), in the same Apply as the check's
@@ -44,14 +47,18 @@ struct LocalCountingStats {
 // local ops through and answers kFailedPrecondition for others (the limiter then refunds).
 // Thread-safe. A background thread sends due syncs and returns expired leases every few
 // milliseconds, unless the store is made with `background` false: then the caller calls Tick.
+// Through() gives more ways into the same counts, one per connection a process keeps (one per
+// event loop, say), each sending its checks' calls through its own.
 class LocalCountingStore final : public Store {
  public:
   // `clock` (a SteadyClock when null) times syncs and leases; the buckets' own clock stays the
   // shared store's.
   explicit LocalCountingStore(std::shared_ptr<Store> shared,
                               std::shared_ptr<const Clock> clock = nullptr, bool background = true);
-  // Sends what is counted and returns every lease, then waits (at most a second) for the
-  // shared store to answer.
+  // Sends what is counted and returns every lease, leases still in flight included when they
+  // land, without waiting for the answers: the shared store must stay up to take them (call
+  // Flush and wait for it first to be sure they arrived). A store made by Through() does none
+  // of this: the one it came from does.
   ~LocalCountingStore() override;
 
   LocalCountingStore(const LocalCountingStore&) = delete;
@@ -69,11 +76,20 @@ class LocalCountingStore final : public Store {
   // Sends every synced count now and returns every lease's unused tokens; `done` as for Tick.
   void Flush(std::function<void()> done = nullptr);
 
+  // A store that decides from these same local counts but sends its calls through `shared`
+  // (another connection to the same shared store). It must not outlive this one's usefulness:
+  // syncs, expiries and returns are this store's to make.
+  std::shared_ptr<LocalCountingStore> Through(std::shared_ptr<Store> shared) const;
+
   LocalCountingStats Stats() const;
 
  private:
   struct State;
+  LocalCountingStore(std::shared_ptr<State> state, std::shared_ptr<Store> via);
+
   std::shared_ptr<State> state_;
+  std::shared_ptr<Store> via_;  // where this store's checks go
+  bool owner_;                  // ticks, and flushes when destroyed
 };
 
 }  // namespace sluice

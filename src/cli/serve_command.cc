@@ -4,7 +4,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <boost/asio/signal_set.hpp>
+#include <chrono>
+#include <memory>
 
 #include "config/config.h"
 #include "http/gateway.h"
@@ -145,9 +148,17 @@ class Service {
     PollDrained();
   }
 
+  // Once drained, local counts go to the store before the loops (and the store's connections)
+  // stop, for at most a second.
   void PollDrained() {
-    if (InFlight() == 0 || std::chrono::steady_clock::now() >= drain_deadline_) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!flushed_ && (InFlight() == 0 || now >= drain_deadline_)) {
       if (InFlight() != 0) spdlog::warn("drain timeout: {} requests cut off", InFlight());
+      flushed_ = std::make_shared<std::atomic<bool>>(false);
+      flush_deadline_ = now + std::chrono::seconds(1);
+      gateway_->FlushLocalCounts([flushed = flushed_] { *flushed = true; });
+    }
+    if (flushed_ && (*flushed_ || now >= flush_deadline_)) {
       loops_.Stop();
       return;
     }
@@ -168,6 +179,8 @@ class Service {
 
   http::EventLoops loops_;
   OpenedStores store_;
+  std::shared_ptr<std::atomic<bool>> flushed_;  // set when local counts reached the store
+  std::chrono::steady_clock::time_point flush_deadline_;
   std::unique_ptr<http::Gateway> gateway_;
   asio::signal_set signals_;
   std::string path_;

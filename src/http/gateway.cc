@@ -140,16 +140,17 @@ Status Gateway::Apply(config::Config config) {
   std::vector<std::unique_ptr<Limiter>> limiters;
   const LimiterOptions options = config::LimiterOptionsOf(config);  // one cache for all loops
   // Rules that count locally share one set of local counts and leases per process, kept as
-  // long as this configuration is; it reaches the store through the first loop's connection.
+  // long as this configuration is; each loop's checks reach the store through its own
+  // connection, syncs and returns through the first loop's.
   std::shared_ptr<LocalCountingStore> local_counts;
   if (std::any_of(config.rules.begin(), config.rules.end(),
                   [](const Rule& r) { return r.counting.mode != Counting::kShared; })) {
     local_counts = std::make_shared<LocalCountingStore>(stores_.front());
   }
   for (const std::shared_ptr<Store>& store : stores_) {
-    Result<std::unique_ptr<Limiter>> limiter =
-        Limiter::Create(config.rules, options,
-                        local_counts ? std::static_pointer_cast<Store>(local_counts) : store);
+    Result<std::unique_ptr<Limiter>> limiter = Limiter::Create(
+        config.rules, options,
+        local_counts ? std::static_pointer_cast<Store>(local_counts->Through(store)) : store);
     if (!limiter.ok()) return limiter.status();
     limiters.push_back(std::move(limiter).value());
   }
@@ -158,9 +159,16 @@ Status Gateway::Apply(config::Config config) {
     counters.push_back(metrics_.ForRule(rule.name));
   auto snapshot = std::make_shared<Snapshot>(
       Snapshot{std::move(config), std::move(limiters), std::move(counters), local_counts});
+  std::shared_ptr<const Snapshot> old;  // goes after the lock, with the last check using it
   std::lock_guard lock(mutex_);
-  current_ = std::move(snapshot);
+  old = std::exchange(current_, std::move(snapshot));
   return {};
+}
+
+void Gateway::FlushLocalCounts(std::function<void()> done) const {
+  const std::shared_ptr<LocalCountingStore> local = Current()->local_counts;
+  if (local == nullptr) return done();
+  local->Flush(std::move(done));
 }
 
 std::shared_ptr<const Snapshot> Gateway::Current() const {

@@ -5,6 +5,7 @@
 #include <utility>  // before asio: Boost 1.74's coroutine support needs it first
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -39,6 +40,10 @@ class Gateway {
   Status Apply(config::Config config);
 
   std::shared_ptr<const Snapshot> Current() const;
+
+  // Sends the counts of synced rules and returns the tokens of leased ones now, and calls `done`
+  // when the store has answered (at once when no rule counts locally): before the store stops.
+  void FlushLocalCounts(std::function<void()> done) const;
 
   // Where allowed requests go, a pool per event loop; needed before HandleProxy is used.
   void SetUpstreams(std::vector<std::unique_ptr<UpstreamPool>> upstreams) {

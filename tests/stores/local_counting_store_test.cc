@@ -57,20 +57,64 @@ TEST_F(LocalCountingTest, ARuleThatCountsLocallyNeedsALocalCountingStore) {
   EXPECT_EQ(limiter.status().code(), StatusCode::kInvalidArgument);
 }
 
-TEST_F(LocalCountingTest, SyncedDecidesLocallyUntilTheIntervalSendsItsCounts) {
+TEST_F(LocalCountingTest, SyncedDecidesLocallyBetweenSyncs) {
   std::shared_ptr<LocalCountingStore> gateway = Gateway();
   auto limiter = LimiterOn(gateway, PerKey(Counting::kSynced, kTenPerDay));
-  for (int i = 0; i < 4; ++i) ASSERT_TRUE(limiter->CheckBlocking(request_).allowed);
+  ASSERT_TRUE(limiter->CheckBlocking(request_).allowed);
   EXPECT_EQ(gateway->Stats().store_calls, 0u);
-  EXPECT_EQ(SharedRemaining(kTenPerDay), 10);
+  gateway->Tick();  // a bucket first seen is synced at once
+  EXPECT_EQ(gateway->Stats().sync_calls, 1u);
+  EXPECT_EQ(SharedRemaining(kTenPerDay), 9);
 
-  gateway->Tick();  // not due yet
-  EXPECT_EQ(gateway->Stats().sync_calls, 0u);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(limiter->CheckBlocking(request_).allowed);
+  gateway->Tick();  // the next sync is on the next interval boundary
+  EXPECT_EQ(gateway->Stats().sync_calls, 1u);
+  EXPECT_EQ(SharedRemaining(kTenPerDay), 9);
   clock_->Advance(1000);
   gateway->Tick();
-  EXPECT_EQ(gateway->Stats().sync_calls, 1u);
+  EXPECT_EQ(gateway->Stats().sync_calls, 2u);
   EXPECT_EQ(SharedRemaining(kTenPerDay), 6);
   EXPECT_EQ(limiter->CheckBlocking(request_).verdicts[0].remaining, 5);
+}
+
+// Other gateways' counts arrive with each sync; a bucket that is not full again is never
+// forgotten, so pausing does not make it look full.
+TEST_F(LocalCountingTest, SyncedLearnsOtherGatewaysCountsAndRemembersAnEmptyBucket) {
+  std::shared_ptr<LocalCountingStore> gateway = Gateway();
+  auto limiter = LimiterOn(gateway, PerKey(Counting::kSynced, kTenPerDay));
+  ASSERT_TRUE(limiter->CheckBlocking(request_).allowed);
+  gateway->Tick();
+  ASSERT_TRUE(ApplyBlocking(*shared_, {{"rl:key:k", kTenPerDay, 6}}).ok());  // another gateway
+  for (int i = 0; i < 9; ++i) limiter->CheckBlocking(request_);
+  clock_->Advance(1000);
+  gateway->Tick();
+  EXPECT_EQ(SharedRemaining(kTenPerDay), 0);
+  for (int pause = 0; pause < 3; ++pause) {
+    clock_->Advance(2500);
+    gateway->Tick();
+    EXPECT_FALSE(limiter->CheckBlocking(request_).allowed);
+  }
+}
+
+// A refund on top of a lease can leave more held than a bucket holds; giving it back gives at
+// most the capacity, and other buckets' syncs in the same tick are unharmed.
+TEST_F(LocalCountingTest, AReturnNeverExceedsTheCapacity) {
+  std::shared_ptr<LocalCountingStore> gateway = Gateway();
+  BucketOp leased{"rl:key:k", kTenPerDay, 10};
+  leased.counting = {Counting::kLeased, 1000, 1.0, 1000};
+  ASSERT_TRUE(ApplyBlocking(*gateway, {leased}).ok());  // a lease of 10, all spent
+  for (int64_t refund : {-10, -5}) {                    // then 15 given back to the gateway
+    leased.cost = refund;
+    ASSERT_TRUE(ApplyBlocking(*gateway, {leased}).ok());
+  }
+  BucketOp synced{"rl:key:other", kTenPerDay, 2};
+  synced.counting.mode = Counting::kSynced;
+  ASSERT_TRUE(ApplyBlocking(*gateway, {synced}).ok());
+  gateway->Flush();
+  EXPECT_EQ(gateway->Stats().tokens_returned, 10u);
+  EXPECT_EQ(gateway->Stats().sync_failures, 0u);
+  EXPECT_EQ(SharedRemaining(kTenPerDay), 10);
+  EXPECT_EQ(SharedRemaining(kTenPerDay, "rl:key:other"), 8);
 }
 
 // Three gateways that each know nothing yet admit the whole limit each (the documented bound);
@@ -163,8 +207,8 @@ TEST_F(LocalCountingTest, AnIdleKeyLeasesOneTokenAndGivesBackWhatItDidNotSpend) 
   ASSERT_GT(held, 0);
   clock_->Advance(999);
   gateway->Tick();
-  EXPECT_EQ(gateway->Stats().tokens_returned, 0u);  // the lease has 1 ms to go
-  clock_->Advance(1);
+  EXPECT_EQ(gateway->Stats().tokens_returned, 0u);  // expiries fall on 50 ms steps after the ttl
+  clock_->Advance(51);
   gateway->Tick();
   EXPECT_EQ(gateway->Stats().tokens_returned, static_cast<uint64_t>(held));
   EXPECT_EQ(SharedRemaining(kHundredPerDay), 93);

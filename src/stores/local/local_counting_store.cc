@@ -5,9 +5,9 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
-#include <future>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -86,10 +86,12 @@ struct LocalBucket {
   LocalCounting counting;
   int64_t last_used_ms = 0;
 
-  // Synced: the tokens the last sync reported, at known_ms; what was admitted since that sync
-  // was sent (unsent) and what the sync in flight carries (sending).
-  double known_tokens = 0;
-  int64_t known_ms = 0;
+  // Synced: the bucket's tokens as this gateway reckons them at tokens_ms (the last sync's
+  // answer, less what was admitted since, refilled at the limit's rate), and the counts owed to
+  // the store: admitted since the last sync was sent (unsent) and carried by the sync in flight
+  // (sending). Owed counts survive a store that is down; the tokens go on refilling meanwhile.
+  double tokens = 0;
+  int64_t tokens_ms = 0;
   int64_t unsent = 0;
   int64_t sending = 0;
   bool syncing = false;
@@ -107,23 +109,35 @@ struct LocalBucket {
   // each asking the store for the few tokens back meanwhile.
   int64_t dry_until_ms = 0;
   int64_t spent_since_lease = 0;
+
+  double RefilledTokens(int64_t now) const {
+    return std::min(
+        static_cast<double>(limit.capacity),
+        tokens + static_cast<double>(std::max<int64_t>(0, now - tokens_ms)) * PerMs(limit));
+  }
 };
 
-// A call to the shared store made for local buckets: which bucket each op was for, and why.
+// A call to the shared store made for one local bucket, and why.
 struct Errand {
   enum class Kind { kSync, kLease, kReturn } kind;
   std::string key;
 };
 
+// Rounds `ms` up to a multiple of `step`: syncs of one interval, and lease expiries, fall on
+// the same ticks, so that a tick sends them together and most ticks find nothing due.
+int64_t RoundUp(int64_t ms, int64_t step) { return (ms / step + 1) * step; }
+constexpr int64_t kLeaseExpiryStepMs = 50;
+
 }  // namespace
 
 struct LocalCountingStore::State : std::enable_shared_from_this<State> {
-  std::shared_ptr<Store> shared;
+  std::shared_ptr<Store> shared;  // for syncs, follow-up leases and returns
   std::shared_ptr<const Clock> clock;
 
   std::mutex mutex;
   std::unordered_map<std::string, LocalBucket> buckets;
-  int64_t next_due_ms = kNever;  // the soonest sync or lease expiry
+  int64_t next_due_ms = kNever;  // the soonest sync, lease expiry or bucket to forget
+  bool closed = false;           // the owning store is gone: leases that land go back at once
   std::minstd_rand jitter{std::random_device{}()};
 
   std::atomic<uint64_t> local_decisions{0}, store_calls{0}, sync_calls{0}, lease_calls{0},
@@ -138,9 +152,11 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
     auto [it, fresh] = buckets.try_emplace(op.key);
     LocalBucket& b = it->second;
     if (fresh) {
-      b.known_tokens = static_cast<double>(op.limit.capacity);  // a bucket never seen is full
-      b.known_ms = now;
-      b.next_sync_ms = now + op.counting.sync_interval_ms;
+      // Never seen: taken as full until the first sync, which is due at once, says otherwise.
+      b.tokens = static_cast<double>(op.limit.capacity);
+      b.tokens_ms = now;
+      b.next_sync_ms = now;
+      next_due_ms = now;
     }
     b.limit = op.limit;  // a reloaded rule's new limit applies at once
     b.counting = op.counting;
@@ -148,23 +164,20 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
     return b;
   }
 
-  // Synced: decides from the tokens known, refilled since, less what was admitted since.
-  BucketReply TakeSynced(LocalBucket& b, int64_t cost, int64_t now) {
-    const double tokens =
-        std::min(static_cast<double>(b.limit.capacity),
-                 b.known_tokens + static_cast<double>(now - b.known_ms) * PerMs(b.limit)) -
-        static_cast<double>(b.unsent + b.sending);
+  // Synced: decides from this gateway's reckoning of the bucket's tokens.
+  static BucketReply TakeSynced(LocalBucket& b, int64_t cost, int64_t now) {
+    b.tokens = b.RefilledTokens(now);
+    b.tokens_ms = now;
     BucketReply reply;
-    reply.allowed = cost <= 0 || tokens >= static_cast<double>(cost);
+    reply.allowed = cost <= 0 || b.tokens >= static_cast<double>(cost);
     if (reply.allowed) {
+      b.tokens =
+          std::min(static_cast<double>(b.limit.capacity), b.tokens - static_cast<double>(cost));
       b.unsent += cost;
     } else {
-      reply.retry_ms = MsUntil(static_cast<double>(cost) - tokens, b.limit);
+      reply.retry_ms = MsUntil(static_cast<double>(cost) - b.tokens, b.limit);
     }
-    reply.remaining = std::max<int64_t>(
-        0,
-        static_cast<int64_t>(std::floor(tokens - static_cast<double>(reply.allowed ? cost : 0))));
-    next_due_ms = std::min(next_due_ms, b.next_sync_ms);
+    reply.remaining = std::max<int64_t>(0, static_cast<int64_t>(std::floor(b.tokens)));
     return reply;
   }
 
@@ -173,12 +186,14 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
     if (cost > 0 && b.held < cost) return false;
     b.held -= cost;  // a refund (cost < 0) is held until the lease expires
     if (cost > 0) b.spent_since_lease += cost;
-    if (b.held > 0 && b.lease_expires_ms == kNever) {
-      b.lease_expires_ms = b.last_used_ms + b.counting.lease_ttl_ms;
-      next_due_ms = std::min(next_due_ms, b.lease_expires_ms);
-    }
+    if (b.held > 0 && b.lease_expires_ms == kNever) SetLeaseExpiry(b, b.last_used_ms);
     reply = {true, b.held, 0, 0};
     return true;
+  }
+
+  void SetLeaseExpiry(LocalBucket& b, int64_t now) {
+    b.lease_expires_ms = RoundUp(now + b.counting.lease_ttl_ms, kLeaseExpiryStepMs);
+    next_due_ms = std::min(next_due_ms, b.lease_expires_ms);
   }
 
   // The next lease's size: enough for this gateway's rate on the bucket over one lease ttl, at
@@ -210,78 +225,98 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
     return op;
   }
 
-  // A lease came back: serves the waiters in order, and returns the next lease to take when the
-  // store had more than this one and checks still wait.
-  std::optional<BucketOp> OnLease(const std::string& key, const Result<BucketReply>& reply,
-                                  std::vector<std::pair<Waiter, Result<BucketReply>>>& answers) {
-    std::lock_guard lock(mutex);
-    auto it = buckets.find(key);
-    if (it == buckets.end()) return std::nullopt;
-    LocalBucket& b = it->second;
-    b.leasing = false;
-    const int64_t now = clock->NowMs();
-    if (!reply.ok()) {
-      for (Waiter& w : b.waiters) answers.emplace_back(std::move(w), reply.status());
-      b.waiters.clear();
-      return std::nullopt;
-    }
-    b.held += reply->granted;
-    tokens_leased.fetch_add(static_cast<uint64_t>(reply->granted), std::memory_order_relaxed);
-    if (b.held > 0) {
-      b.lease_expires_ms = now + b.counting.lease_ttl_ms;
-      next_due_ms = std::min(next_due_ms, b.lease_expires_ms);
-    }
-    if (!reply->allowed) {
-      // Jittered, so that gateways short of tokens do not come back in the same order each time,
-      // the first to return always taking what refilled.
-      const int64_t refill_ms =
-          MsUntil(static_cast<double>(b.lease_asked - reply->granted), b.limit);
-      const int64_t wait_ms = std::clamp<int64_t>(
-          refill_ms, reply->retry_ms, std::max(reply->retry_ms, b.counting.lease_ttl_ms));
-      b.dry_until_ms = now + std::uniform_int_distribution<int64_t>(wait_ms / 2, wait_ms)(jitter);
-    }
-    size_t served = 0;
-    for (; served < b.waiters.size(); ++served) {
-      Waiter& w = b.waiters[served];
-      BucketReply out;
-      if (!SpendLeased(b, w.cost, out)) break;
-      answers.emplace_back(std::move(w), out);
-    }
-    b.waiters.erase(b.waiters.begin(), b.waiters.begin() + static_cast<ptrdiff_t>(served));
-    if (b.waiters.empty()) return std::nullopt;
-    if (reply->allowed) return StartLease(key, b, now);  // the store had all asked: ask again
-    // The shared bucket is dry: the rest wait for it to refill.
-    for (Waiter& w : b.waiters) answers.emplace_back(std::move(w), DryRejection(b, w.cost, now));
-    b.waiters.clear();
-    return std::nullopt;
-  }
-
   static BucketReply DryRejection(const LocalBucket& b, int64_t cost, int64_t now) {
     const int64_t short_ms = MsUntil(static_cast<double>(cost - b.held), b.limit);
     return {false, b.held, std::max(b.dry_until_ms - now, short_ms), 0};
   }
 
-  // Sends `errands` (one op each) to the shared store; then `after`.
+  // What a lease's answer does to its bucket: its waiters' answers, and the call to make next
+  // (another lease while checks wait and the store had all that was asked; or, once the owning
+  // store is gone, the return of what was granted).
+  struct LeaseOutcome {
+    std::vector<std::pair<Waiter, Result<BucketReply>>> answers;
+    std::optional<std::pair<BucketOp, Errand>> next;
+  };
+
+  LeaseOutcome OnLease(const std::string& key, const Result<BucketReply>& reply) {
+    LeaseOutcome out;
+    std::lock_guard lock(mutex);
+    auto it = buckets.find(key);
+    if (it == buckets.end()) return out;
+    LocalBucket& b = it->second;
+    b.leasing = false;
+    const int64_t now = clock->NowMs();
+    if (!reply.ok()) {  // tokens a timed-out lease may have taken are lost: never overspent
+      for (Waiter& w : b.waiters) out.answers.emplace_back(std::move(w), reply.status());
+      b.waiters.clear();
+      return out;
+    }
+    b.held += reply->granted;
+    tokens_leased.fetch_add(static_cast<uint64_t>(reply->granted), std::memory_order_relaxed);
+    if (b.held > 0) SetLeaseExpiry(b, now);
+    if (!reply->allowed) MarkDry(b, *reply, now);
+    size_t served = 0;
+    for (; served < b.waiters.size(); ++served) {
+      Waiter& w = b.waiters[served];
+      BucketReply answer;
+      if (!SpendLeased(b, w.cost, answer)) break;
+      out.answers.emplace_back(std::move(w), answer);
+    }
+    b.waiters.erase(b.waiters.begin(), b.waiters.begin() + static_cast<ptrdiff_t>(served));
+    if (!b.waiters.empty() && reply->allowed) {  // the store had all asked: ask again
+      out.next.emplace(StartLease(key, b, now), Errand{Errand::Kind::kLease, key});
+      return out;
+    }
+    // The shared bucket is dry: the rest wait for it to refill.
+    for (Waiter& w : b.waiters)
+      out.answers.emplace_back(std::move(w), DryRejection(b, w.cost, now));
+    b.waiters.clear();
+    if (closed && b.held > 0) out.next.emplace(Return(key, b), Errand{Errand::Kind::kReturn, key});
+    return out;
+  }
+
+  // Jittered, so that gateways short of tokens do not come back in the same order each time,
+  // the first to return always taking what refilled.
+  void MarkDry(LocalBucket& b, const BucketReply& reply, int64_t now) {
+    const int64_t refill_ms = MsUntil(static_cast<double>(b.lease_asked - reply.granted), b.limit);
+    const int64_t wait_ms = std::clamp<int64_t>(refill_ms, reply.retry_ms,
+                                                std::max(reply.retry_ms, b.counting.lease_ttl_ms));
+    b.dry_until_ms = now + std::uniform_int_distribution<int64_t>(wait_ms / 2, wait_ms)(jitter);
+  }
+
+  // Gives back what the bucket holds (a bucket never takes back more than its capacity).
+  BucketOp Return(const std::string& key, LocalBucket& b) {
+    const int64_t back = std::min(b.held, b.limit.capacity);
+    tokens_returned.fetch_add(static_cast<uint64_t>(back), std::memory_order_relaxed);
+    b.held = 0;
+    b.lease_expires_ms = kNever;
+    return {key, b.limit, -back};
+  }
+
+  // Sends each op in a call of its own, so that one failing (a cluster shard down) fails no
+  // other; a store that pipelines (Redis) still writes them together. `after` runs once every
+  // call has answered.
   void Send(std::vector<BucketOp> ops, std::vector<Errand> errands, std::function<void()> after) {
     if (ops.empty()) {
       if (after) after();
       return;
     }
+    auto left = std::make_shared<std::atomic<size_t>>(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i) {
+      CountCall(errands[i].kind);
+      shared->Apply({std::move(ops[i])}, [self = shared_from_this(), errand = errands[i], after,
+                                          left](Result<std::vector<BucketReply>> replies) {
+        self->OnErrand(errand, replies.ok() ? Result<BucketReply>(replies->front())
+                                            : Result<BucketReply>(replies.status()));
+        if (left->fetch_sub(1) == 1 && after) after();
+      });
+    }
+  }
+
+  void CountCall(Errand::Kind kind) {
     store_calls.fetch_add(1, std::memory_order_relaxed);
-    const bool any_sync = std::any_of(errands.begin(), errands.end(), [](const Errand& e) {
-      return e.kind == Errand::Kind::kSync;
-    });
-    if (any_sync) sync_calls.fetch_add(1, std::memory_order_relaxed);
-    shared->Apply(
-        std::move(ops), [self = shared_from_this(), errands = std::move(errands),
-                         after = std::move(after)](Result<std::vector<BucketReply>> replies) {
-          for (size_t i = 0; i < errands.size(); ++i) {
-            const Result<BucketReply> reply = replies.ok() ? Result<BucketReply>((*replies)[i])
-                                                           : Result<BucketReply>(replies.status());
-            self->OnErrand(errands[i], reply);
-          }
-          if (after) after();
-        });
+    if (kind == Errand::Kind::kSync) sync_calls.fetch_add(1, std::memory_order_relaxed);
+    if (kind == Errand::Kind::kLease) lease_calls.fetch_add(1, std::memory_order_relaxed);
   }
 
   void OnErrand(const Errand& errand, const Result<BucketReply>& reply) {
@@ -296,19 +331,15 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
   }
 
   void FinishLease(const std::string& key, const Result<BucketReply>& reply) {
-    std::vector<std::pair<Waiter, Result<BucketReply>>> answers;
-    std::optional<BucketOp> again = OnLease(key, reply, answers);
-    for (auto& [waiter, answer] : answers) {
+    LeaseOutcome out = OnLease(key, reply);
+    for (auto& [waiter, answer] : out.answers) {
       if (answer.ok()) {
         waiter.gather->Set(waiter.index, *answer);
       } else {
         waiter.gather->Fail(answer.status());
       }
     }
-    if (again) {
-      lease_calls.fetch_add(1, std::memory_order_relaxed);
-      Send({*again}, {{Errand::Kind::kLease, key}}, nullptr);
-    }
+    if (out.next) Send({std::move(out.next->first)}, {std::move(out.next->second)}, nullptr);
   }
 
   void OnSync(const std::string& key, const Result<BucketReply>& reply) {
@@ -317,18 +348,20 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
     if (it == buckets.end()) return;
     LocalBucket& b = it->second;
     b.syncing = false;
-    if (!reply.ok()) {  // counted still; sent with the next sync
-      sync_failures.fetch_add(1, std::memory_order_relaxed);
-      b.unsent += b.sending;
+    if (reply.ok()) {
+      // What the store holds after this sync, less what was admitted here since it was sent.
+      b.tokens = static_cast<double>(reply->remaining - b.unsent);
+      b.tokens_ms = clock->NowMs();
     } else {
-      b.known_tokens = static_cast<double>(reply->remaining);
-      b.known_ms = clock->NowMs();
+      sync_failures.fetch_add(1, std::memory_order_relaxed);
+      // A call that timed out may have been applied: sending it again could count it twice.
+      if (reply.status().code() != StatusCode::kDeadlineExceeded) b.unsent += b.sending;
     }
     b.sending = 0;
   }
 
   // The ops that send due syncs and return expired leases (all of them when `everything`), and
-  // forgets buckets that have been idle with nothing to send.
+  // forgets buckets that have nothing to send and have been idle long enough to be full again.
   void CollectDue(bool everything, std::vector<BucketOp>& ops, std::vector<Errand>& errands) {
     std::lock_guard lock(mutex);
     const int64_t now = clock->NowMs();
@@ -341,15 +374,25 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
       } else {
         CollectReturn(it->first, b, now, everything, ops, errands);
       }
-      const int64_t forget_ms =
-          b.last_used_ms + 2 * std::max(b.counting.sync_interval_ms, b.counting.lease_ttl_ms);
-      if (now > forget_ms && b.unsent == 0 && !b.syncing && b.held == 0 && !b.leasing) {
+      if (Forgettable(b, now)) {
         it = buckets.erase(it);
       } else {
-        next_due_ms = std::min(next_due_ms, forget_ms + 1);
         ++it;
       }
     }
+  }
+
+  // Idle for two intervals with nothing owed, held or in flight, and (when synced) reckoned full
+  // again: forgetting it then changes no decision. Until then it is looked at again.
+  bool Forgettable(const LocalBucket& b, int64_t now) {
+    const int64_t idle_ms = 2 * std::max(b.counting.sync_interval_ms, b.counting.lease_ttl_ms);
+    const bool quiet = now - b.last_used_ms > idle_ms && b.unsent == 0 && !b.syncing &&
+                       b.held == 0 && !b.leasing && b.waiters.empty();
+    const bool full = b.counting.mode != Counting::kSynced ||
+                      b.RefilledTokens(now) >= static_cast<double>(b.limit.capacity);
+    if (quiet && full) return true;
+    next_due_ms = std::min(next_due_ms, RoundUp(std::max(now, b.last_used_ms + idle_ms), 100));
+    return false;
   }
 
   void CollectSync(const std::string& key, LocalBucket& b, int64_t now, bool everything,
@@ -359,11 +402,11 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
       next_due_ms = std::min(next_due_ms, b.next_sync_ms);
       return;
     }
-    b.next_sync_ms = now + b.counting.sync_interval_ms;
-    // Nothing new and not used since the last sync: the tokens known are as good as any.
+    b.next_sync_ms = RoundUp(now, b.counting.sync_interval_ms);
+    // Nothing owed and not used since the last sync: the tokens reckoned are as good as any.
     if (b.unsent == 0 && now - b.last_used_ms > b.counting.sync_interval_ms) return;
     next_due_ms = std::min(next_due_ms, b.next_sync_ms);
-    // A store down for long can leave more counted than a bucket holds; it cannot go below 0.
+    // A store down for long can leave more owed than a bucket holds; the rest goes next time.
     b.sending = std::clamp(b.unsent, -b.limit.capacity, b.limit.capacity);
     b.unsent -= b.sending;
     b.syncing = true;
@@ -380,21 +423,22 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
       next_due_ms = std::min(next_due_ms, b.lease_expires_ms);
       return;
     }
-    tokens_returned.fetch_add(static_cast<uint64_t>(b.held), std::memory_order_relaxed);
-    ops.push_back({key, b.limit, -b.held});
+    ops.push_back(Return(key, b));
     errands.push_back({Errand::Kind::kReturn, key});
-    b.held = 0;
-    b.lease_expires_ms = kNever;
+  }
+
+  void SendDue(bool everything, std::function<void()> after) {
+    std::vector<BucketOp> ops;
+    std::vector<Errand> errands;
+    CollectDue(everything, ops, errands);
+    Send(std::move(ops), std::move(errands), std::move(after));
   }
 
   void RunTicker() {
     std::unique_lock lock(ticker_mutex);
     while (!ticker_wake.wait_for(lock, kTickEvery, [this] { return stopping; })) {
       lock.unlock();
-      std::vector<BucketOp> ops;
-      std::vector<Errand> errands;
-      CollectDue(false, ops, errands);
-      Send(std::move(ops), std::move(errands), nullptr);
+      SendDue(false, nullptr);
       lock.lock();
     }
   }
@@ -402,13 +446,22 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
 
 LocalCountingStore::LocalCountingStore(std::shared_ptr<Store> shared,
                                        std::shared_ptr<const Clock> clock, bool background)
-    : state_(std::make_shared<State>()) {
+    : state_(std::make_shared<State>()), via_(shared), owner_(true) {
   state_->shared = std::move(shared);
   state_->clock = clock ? std::move(clock) : std::make_shared<SteadyClock>();
   if (background) state_->ticker = std::thread([state = state_.get()] { state->RunTicker(); });
 }
 
+LocalCountingStore::LocalCountingStore(std::shared_ptr<State> state, std::shared_ptr<Store> via)
+    : state_(std::move(state)), via_(std::move(via)), owner_(false) {}
+
+std::shared_ptr<LocalCountingStore> LocalCountingStore::Through(
+    std::shared_ptr<Store> shared) const {
+  return std::shared_ptr<LocalCountingStore>(new LocalCountingStore(state_, std::move(shared)));
+}
+
 LocalCountingStore::~LocalCountingStore() {
+  if (!owner_) return;
   if (state_->ticker.joinable()) {
     {
       std::lock_guard lock(state_->ticker_mutex);
@@ -417,10 +470,11 @@ LocalCountingStore::~LocalCountingStore() {
     state_->ticker_wake.notify_all();
     state_->ticker.join();
   }
-  auto flushed = std::make_shared<std::promise<void>>();
-  std::future<void> done = flushed->get_future();
-  Flush([flushed] { flushed->set_value(); });
-  done.wait_for(std::chrono::seconds(1));
+  {
+    std::lock_guard lock(state_->mutex);
+    state_->closed = true;
+  }
+  state_->SendDue(true, nullptr);
 }
 
 void LocalCountingStore::Apply(std::vector<BucketOp> ops, StoreCallback done) {
@@ -429,7 +483,7 @@ void LocalCountingStore::Apply(std::vector<BucketOp> ops, StoreCallback done) {
   });
   if (!any_local) {
     state_->store_calls.fetch_add(1, std::memory_order_relaxed);
-    return state_->shared->Apply(std::move(ops), std::move(done));
+    return via_->Apply(std::move(ops), std::move(done));
   }
   if (Status s = ValidateBucketOps(ops); !s.ok()) return done(s);
 
@@ -437,11 +491,11 @@ void LocalCountingStore::Apply(std::vector<BucketOp> ops, StoreCallback done) {
   std::vector<std::pair<size_t, BucketReply>> decided;
   std::vector<BucketOp> forward;
   std::vector<size_t> shared_index;  // for each forwarded shared op, its place in `ops`
-  std::vector<Errand> leases;        // after the shared ops in `forward`
-  std::vector<BucketOp> lease_ops;
+  std::vector<std::string> leases;   // the buckets of the lease ops after them in `forward`
   {
     std::lock_guard lock(state_->mutex);
     const int64_t now = state_->clock->NowMs();
+    std::vector<BucketOp> lease_ops;
     for (size_t i = 0; i < ops.size(); ++i) {
       BucketOp& op = ops[i];
       if (op.counting.mode == Counting::kShared) {
@@ -452,7 +506,7 @@ void LocalCountingStore::Apply(std::vector<BucketOp> ops, StoreCallback done) {
       LocalBucket& b = state_->BucketFor(op, now);
       BucketReply reply;
       if (op.counting.mode == Counting::kSynced) {
-        decided.emplace_back(i, state_->TakeSynced(b, op.cost, now));
+        decided.emplace_back(i, State::TakeSynced(b, op.cost, now));
       } else if (state_->SpendLeased(b, op.cost, reply)) {
         decided.emplace_back(i, reply);
       } else if (now < b.dry_until_ms) {
@@ -461,36 +515,34 @@ void LocalCountingStore::Apply(std::vector<BucketOp> ops, StoreCallback done) {
         b.waiters.push_back({gather, i, op.cost});
         if (!b.leasing) {
           lease_ops.push_back(state_->StartLease(op.key, b, now));
-          leases.push_back({Errand::Kind::kLease, op.key});
+          leases.push_back(op.key);
         }
       }
     }
+    for (BucketOp& op : lease_ops) forward.push_back(std::move(op));
   }
   state_->local_decisions.fetch_add(decided.size(), std::memory_order_relaxed);
   for (const auto& [index, reply] : decided) gather->Set(index, reply);
-  if (forward.empty() && lease_ops.empty()) return gather->Release();
+  if (forward.empty()) return gather->Release();
 
-  const size_t shared_count = forward.size();
-  for (BucketOp& op : lease_ops) forward.push_back(std::move(op));
+  const size_t shared_count = shared_index.size();
   state_->store_calls.fetch_add(1, std::memory_order_relaxed);
   if (!leases.empty()) state_->lease_calls.fetch_add(1, std::memory_order_relaxed);
-  state_->shared->Apply(
-      std::move(forward),
-      [state = state_, gather, shared_index = std::move(shared_index), leases = std::move(leases),
-       shared_count](Result<std::vector<BucketReply>> replies) {
-        for (size_t j = 0; j < shared_count; ++j) {
-          if (replies.ok()) {
-            gather->Set(shared_index[j], (*replies)[j]);
-          } else {
-            gather->Fail(replies.status());
-          }
-        }
-        for (size_t j = 0; j < leases.size(); ++j) {
-          state->FinishLease(leases[j].key, replies.ok()
-                                                ? Result<BucketReply>((*replies)[shared_count + j])
-                                                : Result<BucketReply>(replies.status()));
-        }
-      });
+  via_->Apply(std::move(forward), [state = state_, gather, shared_index = std::move(shared_index),
+                                   leases = std::move(leases),
+                                   shared_count](Result<std::vector<BucketReply>> replies) {
+    for (size_t j = 0; j < shared_count; ++j) {
+      if (replies.ok()) {
+        gather->Set(shared_index[j], (*replies)[j]);
+      } else {
+        gather->Fail(replies.status());
+      }
+    }
+    for (size_t j = 0; j < leases.size(); ++j) {
+      state->FinishLease(leases[j], replies.ok() ? Result<BucketReply>((*replies)[shared_count + j])
+                                                 : Result<BucketReply>(replies.status()));
+    }
+  });
   gather->Release();
 }
 
@@ -503,21 +555,15 @@ void LocalCountingStore::ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallb
         "all-or-nothing cannot take locally counted buckets in one step with shared ones"));
   }
   state_->store_calls.fetch_add(1, std::memory_order_relaxed);
-  state_->shared->ApplyAllOrNothing(std::move(ops), std::move(done));
+  via_->ApplyAllOrNothing(std::move(ops), std::move(done));
 }
 
 void LocalCountingStore::Tick(std::function<void()> done) {
-  std::vector<BucketOp> ops;
-  std::vector<Errand> errands;
-  state_->CollectDue(false, ops, errands);
-  state_->Send(std::move(ops), std::move(errands), std::move(done));
+  state_->SendDue(false, std::move(done));
 }
 
 void LocalCountingStore::Flush(std::function<void()> done) {
-  std::vector<BucketOp> ops;
-  std::vector<Errand> errands;
-  state_->CollectDue(true, ops, errands);
-  state_->Send(std::move(ops), std::move(errands), std::move(done));
+  state_->SendDue(true, std::move(done));
 }
 
 LocalCountingStats LocalCountingStore::Stats() const {
