@@ -6,12 +6,14 @@
 #include <string>
 
 #include "config/config.h"
+#include "rls/descriptor_config.h"
 #include "sluice/memory_store.h"
 
 namespace sluice::cli {
 namespace {
 
-// Everything `serve` would refuse, refused here: the file, then the limiter built from it.
+// Everything `serve` would refuse, refused here: the file, the limiter built from it, and the
+// rate limit service's descriptor files.
 int CheckConfig(const std::string& path) {
   Result<config::Config> loaded = config::LoadConfig(path);
   if (!loaded.ok()) {
@@ -25,8 +27,19 @@ int CheckConfig(const std::string& path) {
     fmt::print(stderr, "{}: {}\n", path, limiter.status().message());
     return 1;
   }
-  fmt::print("{}: ok ({} rules, {} store, listening on {})\n", path, c.rules.size(),
-             c.store.type == config::StoreType::kMemory ? "memory" : "redis", c.listen.ToString());
+  size_t domains = 0;
+  if (c.rls) {
+    auto files = rls::LoadDomainConfigs(c.rls->config);
+    if (!files.ok()) {
+      fmt::print(stderr, "{}\n", files.status().message());
+      return 1;
+    }
+    domains = files->size();
+  }
+  fmt::print("{}: ok ({} rules, {} rate limit service domains, {} store, listening on {})\n", path,
+             c.rules.size(), domains,
+             c.store.type == config::StoreType::kMemory ? "memory" : "redis",
+             c.proxy ? c.listen.ToString() : "no proxy");
   return 0;
 }
 

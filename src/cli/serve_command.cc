@@ -13,6 +13,7 @@
 #include "http/gateway.h"
 #include "http/server.h"
 #include "open_store.h"
+#include "rls/front_end.h"
 
 namespace sluice::cli {
 namespace {
@@ -29,6 +30,13 @@ http::ServerLimits Limits(const config::Config& c) {
   return limits;
 }
 
+// Whether there is an `rls:` block, and where its servers listen: what a reload cannot change.
+std::optional<std::pair<std::optional<config::Endpoint>, std::optional<config::Endpoint>>>
+RlsListeners(const config::Config& c) {
+  if (!c.rls) return std::nullopt;
+  return std::pair(c.rls->listen, c.rls->json_listen);
+}
+
 // What the servers, the upstream pools and the store connections were built with is fixed for
 // the life of the process; the rest (rules, tenants, client identity, headers, policies) reloads.
 bool SameFixedParts(const config::Config& a, const config::Config& b) {
@@ -36,7 +44,8 @@ bool SameFixedParts(const config::Config& a, const config::Config& b) {
          a.admin_listen == b.admin_listen && a.threads == b.threads && a.upstream == b.upstream &&
          a.store == b.store && a.max_body_bytes == b.max_body_bytes &&
          a.max_header_bytes == b.max_header_bytes && a.header_timeout == b.header_timeout &&
-         a.max_connections == b.max_connections && a.drain_timeout == b.drain_timeout;
+         a.max_connections == b.max_connections && a.drain_timeout == b.drain_timeout &&
+         a.proxy == b.proxy && RlsListeners(a) == RlsListeners(b);
 }
 
 // The running gateway. Members are destroyed before the event loops they use (loops_ first in
@@ -49,6 +58,11 @@ class Service {
     store_ = OpenStores(config.store, loops_);
     gateway_ = std::make_unique<http::Gateway>(store_.stores, store_.ready);
     if (Status s = gateway_->Apply(config); !s.ok()) throw std::runtime_error(s.message());
+    if (config.rls) {
+      auto rls = rls::FrontEnd::Create(config, store_.stores);
+      if (!rls.ok()) throw std::runtime_error(rls.status().message());
+      rls_ = std::move(rls).value();
+    }
   }
 
   // The loops stop first, so that no handler runs while the members it uses go (Run may have
@@ -70,7 +84,12 @@ class Service {
       return std::vector<std::pair<std::string, double>>{
           {"sluice_requests_in_flight", static_cast<double>(InFlight())}};
     });
-    proxy_ = Listen(&http::Gateway::HandleProxy, c, c.listen, "proxy");
+    if (c.proxy) proxy_ = Listen(&http::Gateway::HandleProxy, c, c.listen, "proxy");
+    if (rls_) {
+      if (Status s = rls_->Listen(*c.rls, loops_, Limits(c)); !s.ok()) {
+        throw std::runtime_error(s.message());
+      }
+    }
     if (c.check_listen)
       check_ = Listen(&http::Gateway::HandleCheck, c, *c.check_listen, "check API");
     // Last: /metrics reads the other servers' counts.
@@ -102,7 +121,8 @@ class Service {
   }
 
   size_t InFlight() const {
-    return (proxy_ ? proxy_->InFlight() : 0) + (check_ ? check_->InFlight() : 0);
+    return (proxy_ ? proxy_->InFlight() : 0) + (check_ ? check_->InFlight() : 0) +
+           (rls_ ? rls_->InFlight() : 0);
   }
 
   void WaitForSignals() {
@@ -131,10 +151,21 @@ class Service {
           "need a restart");
       return;
     }
+    std::shared_ptr<const rls::DescriptorMatcher> descriptors;
+    if (next->rls) {
+      auto loaded = rls::LoadMatcher(*next->rls);
+      if (!loaded.ok()) {
+        spdlog::error("reload refused, the running configuration stays: {}",
+                      loaded.status().message());
+        return;
+      }
+      descriptors = *loaded;
+    }
     if (Status s = gateway_->Apply(std::move(next).value()); !s.ok()) {
       spdlog::error("reload refused, the running configuration stays: {}", s.message());
       return;
     }
+    if (rls_) rls_->Apply(std::move(descriptors), gateway_->Current()->config);
     spdlog::info("reloaded {}", path_);
   }
 
@@ -144,6 +175,7 @@ class Service {
     for (http::Server* s : {proxy_.get(), admin_.get(), check_.get()}) {
       if (s != nullptr) s->StopAccepting();
     }
+    if (rls_) rls_->BeginDrain(drain_timeout_);
     drain_deadline_ = std::chrono::steady_clock::now() + drain_timeout_;
     PollDrained();
   }
@@ -182,6 +214,7 @@ class Service {
   std::shared_ptr<std::atomic<bool>> flushed_;  // set when local counts reached the store
   std::chrono::steady_clock::time_point flush_deadline_;
   std::unique_ptr<http::Gateway> gateway_;
+  std::unique_ptr<rls::FrontEnd> rls_;
   asio::signal_set signals_;
   std::string path_;
   std::unique_ptr<http::Server> proxy_;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <set>
@@ -355,12 +356,48 @@ void CheckReplicaWaits(const Config& config, const Field& rules) {
   });
 }
 
+// Relative descriptor paths are taken from the configuration file's folder, so that the file and
+// its descriptors move together.
+RlsConfig ParseRls(const Field& f, const std::string& source, FailurePolicy failure) {
+  f.ExpectMap({"listen", "json_listen", "config", "failure", "response_headers"});
+  RlsConfig rls;
+  rls.failure = failure == FailurePolicy::kOpen ? RlsFailure::kOpen : RlsFailure::kClosed;
+  if (f.Has("listen")) rls.listen = f["listen"].Check(ParseEndpoint(f["listen"].String()));
+  if (f.Has("json_listen")) {
+    rls.json_listen = f["json_listen"].Check(ParseEndpoint(f["json_listen"].String()));
+  }
+  if (!rls.listen && !rls.json_listen) f.Fail("needs listen, json_listen or both");
+  if (!f.Has("config")) f.Fail("needs config: descriptor files or folders");
+  const std::filesystem::path base = std::filesystem::path(source).parent_path();
+  f["config"].ForEach(
+      [&](const Field& path) { rls.config.push_back((base / path.String()).string()); });
+  if (rls.config.empty()) f["config"].Fail("needs at least one file or folder");
+  if (f.Has("failure")) {
+    const std::string choice = f["failure"].OneOf({"open", "closed", "error"});
+    rls.failure = choice == "open"     ? RlsFailure::kOpen
+                  : choice == "closed" ? RlsFailure::kClosed
+                                       : RlsFailure::kError;
+  }
+  if (f.Has("response_headers")) {
+    const Field headers = f["response_headers"];
+    headers.ExpectMap({"limit", "remaining", "reset"});
+    RlsHeaderNames names;
+    if (headers.Has("limit")) names.limit = headers["limit"].String();
+    if (headers.Has("remaining")) names.remaining = headers["remaining"].String();
+    if (headers.Has("reset")) names.reset = headers["reset"].String();
+    rls.response_headers = names;
+  }
+  return rls;
+}
+
 Config Parse(const Field& root, const std::string& source) {
-  root.ExpectMap({"listen",         "check_listen",    "admin_listen",    "threads",
-                  "upstream",       "store",           "failure",         "policy",
-                  "headers",        "client",          "tenants",         "rules",
-                  "key_prefix",     "hash_tag_values", "max_body_bytes",  "max_header_bytes",
-                  "header_timeout", "drain_timeout",   "max_connections", "over_limit_cache"});
+  root.ExpectMap({"listen",           "check_listen",     "admin_listen",
+                  "threads",          "upstream",         "store",
+                  "failure",          "policy",           "headers",
+                  "client",           "tenants",          "rules",
+                  "key_prefix",       "hash_tag_values",  "max_body_bytes",
+                  "max_header_bytes", "header_timeout",   "drain_timeout",
+                  "max_connections",  "over_limit_cache", "rls"});
   Config config;
   config.source = source;
   auto endpoint = [&](const char* name) {
@@ -371,8 +408,16 @@ Config Parse(const Field& root, const std::string& source) {
   if (root.Has("admin_listen")) config.admin_listen = endpoint("admin_listen");
   config.threads = root.Has("threads") ? static_cast<unsigned>(root["threads"].Integer(1, 256))
                                        : std::max(1U, std::thread::hardware_concurrency());
-  if (!root.Has("upstream")) root.Fail("needs an upstream");
-  config.upstream = ParseUpstream(root["upstream"]);
+  // Envoy's rate limit service can run alone: without an upstream there is no proxy.
+  if (root.Has("upstream")) {
+    config.upstream = ParseUpstream(root["upstream"]);
+  } else if (!root.Has("rls")) {
+    root.Fail("needs an upstream");
+  } else if (root.Has("listen")) {
+    root["listen"].Fail("needs an upstream to forward to");
+  } else {
+    config.proxy = false;
+  }
   if (root.Has("store")) config.store = ParseStore(root["store"]);
   if (root.Has("failure")) {
     config.failure = root["failure"].Check(ParseFailurePolicy(root["failure"].String()));
@@ -406,9 +451,13 @@ Config Parse(const Field& root, const std::string& source) {
   if (root.Has("max_connections")) {
     config.max_connections = static_cast<size_t>(root["max_connections"].Integer(1, 1'000'000));
   }
-  if (!root.Has("rules")) root.Fail("needs rules (an empty list checks nothing)");
-  config.rules = ParseRules(root["rules"]);
-  CheckReplicaWaits(config, root["rules"]);
+  if (root.Has("rls")) config.rls = ParseRls(root["rls"], source, config.failure);
+  if (root.Has("rules")) {
+    config.rules = ParseRules(root["rules"]);
+    CheckReplicaWaits(config, root["rules"]);
+  } else if (!config.rls) {
+    root.Fail("needs rules (an empty list checks nothing)");
+  }
   return config;
 }
 

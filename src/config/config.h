@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/network.h"
+#include "config/rls_config.h"
 #include "sluice/cluster_store.h"
 #include "sluice/headers.h"
 #include "sluice/limiter.h"
@@ -59,6 +60,8 @@ struct Config {
   Endpoint admin_listen{"127.0.0.1", 9901};
   unsigned threads = 0;  // 0: the number of cores
   UpstreamConfig upstream;
+  // False when the file has no `upstream` (Envoy's rate limit service alone): no proxy runs.
+  bool proxy = true;
   StoreConfig store;
   FailurePolicy failure = FailurePolicy::kOpen;
   MultiRulePolicy policy = MultiRulePolicy::kChargeAll;
@@ -74,6 +77,7 @@ struct Config {
   size_t max_connections = 4096;     // per listener; more are closed as soon as accepted
   size_t over_limit_cache_keys = 0;  // 0: no over-limit cache
   std::vector<Rule> rules;
+  std::optional<RlsConfig> rls;  // Envoy's rate limit service API, when configured
 };
 
 // The names the configuration and the command line give each choice: "charge-all",

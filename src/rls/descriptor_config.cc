@@ -1,0 +1,293 @@
+#include "rls/descriptor_config.h"
+
+#include <fmt/core.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <set>
+#include <sstream>
+#include <utility>
+
+namespace sluice::rls {
+namespace {
+
+// Thrown inside the parser only; ParseDomainConfig returns it as a Status.
+struct ParseError {
+  std::string message;
+};
+
+// A YAML node with the dotted path that leads to it, so that a message names line and field.
+class Node {
+ public:
+  Node(const YAML::Node& node, std::string path, const std::string& source)
+      : node_(node), path_(std::move(path)), source_(source) {}
+
+  [[noreturn]] void Fail(std::string_view what) const {
+    const int line = node_.Mark().line >= 0 ? node_.Mark().line + 1 : 0;
+    throw ParseError{source_ + ":" + std::to_string(line) + ": " +
+                     (path_.empty() ? "" : path_ + ": ") + std::string(what)};
+  }
+
+  // The mapping's fields by name. Refuses names not in `known`, and names given twice (yaml-cpp
+  // keeps both, and a later one silently winning would hide a mistake).
+  std::map<std::string, Node> Fields(std::initializer_list<std::string_view> known) const {
+    if (!node_.IsMap()) Fail("must be a mapping");
+    std::map<std::string, Node> fields;
+    for (const auto& entry : node_) {
+      const auto name = entry.first.as<std::string>();
+      const Node field(entry.second, path_.empty() ? name : path_ + "." + name, source_);
+      if (std::find(known.begin(), known.end(), name) == known.end()) {
+        Node(entry.first, field.path_, source_).Fail("unknown field");
+      }
+      if (!fields.emplace(name, field).second) field.Fail("given twice");
+    }
+    return fields;
+  }
+
+  std::string String() const {
+    if (!node_.IsScalar()) Fail("must be a single value");
+    return node_.Scalar();
+  }
+
+  bool Bool() const {
+    const std::string text = String();
+    if (text == "true") return true;
+    if (text == "false") return false;
+    Fail("must be true or false");
+  }
+
+  uint32_t Uint32() const {
+    const std::string text = String();
+    uint32_t value = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size()) {
+      Fail("must be a whole number from 0 to 4294967295");
+    }
+    return value;
+  }
+
+  // The elements of a sequence; a null node (`descriptors:` with nothing after it) is empty.
+  std::vector<Node> Elements() const {
+    if (node_.IsNull()) return {};
+    if (!node_.IsSequence()) Fail("must be a list");
+    std::vector<Node> elements;
+    for (size_t i = 0; i < node_.size(); ++i) {
+      elements.emplace_back(node_[i], path_ + "[" + std::to_string(i) + "]", source_);
+    }
+    return elements;
+  }
+
+ private:
+  YAML::Node node_;
+  std::string path_;
+  const std::string& source_;
+};
+
+Unit ParseUnit(const Node& node) {
+  std::string name = node.String();
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  static const std::pair<std::string_view, Unit> kUnits[] = {
+      {"second", Unit::kSecond}, {"minute", Unit::kMinute}, {"hour", Unit::kHour},
+      {"day", Unit::kDay},       {"week", Unit::kWeek},     {"month", Unit::kMonth},
+      {"year", Unit::kYear}};
+  for (const auto& [unit_name, unit] : kUnits) {
+    if (unit_name == name) return unit;
+  }
+  node.Fail("\"" + node.String() + "\" is not one of second | minute | hour | day | week | " +
+            "month | year");
+}
+
+RateLimitPolicy ParseRateLimit(const Node& node) {
+  auto fields = node.Fields(
+      {"unit", "requests_per_unit", "unlimited", "name", "replaces", "quota_mode", "metadata"});
+  RateLimitPolicy policy;
+  if (fields.contains("unlimited")) policy.unlimited = fields.at("unlimited").Bool();
+  if (policy.unlimited && fields.contains("unit"))
+    fields.at("unit").Fail("not allowed when unlimited");
+  if (!policy.unlimited) {
+    if (!fields.contains("unit")) node.Fail("needs a unit (or unlimited: true)");
+    policy.unit = ParseUnit(fields.at("unit"));
+  }
+  if (fields.contains("requests_per_unit")) {
+    policy.requests_per_unit = fields.at("requests_per_unit").Uint32();
+  }
+  if (fields.contains("name")) policy.name = fields.at("name").String();
+  if (fields.contains("replaces")) {
+    for (const Node& replaced : fields.at("replaces").Elements()) {
+      auto replaced_fields = replaced.Fields({"name"});
+      if (!replaced_fields.contains("name")) replaced.Fail("needs a name");
+      policy.replaces.push_back(replaced_fields.at("name").String());
+    }
+  }
+  return policy;
+}
+
+std::vector<DescriptorNode> ParseDescriptors(const Node& list);
+
+DescriptorNode ParseDescriptor(const Node& node) {
+  auto fields =
+      node.Fields({"key", "value", "rate_limit", "descriptors", "shadow_mode", "detailed_metric",
+                   "value_to_metric", "share_threshold", "quota_mode", "metadata"});
+  DescriptorNode descriptor;
+  if (fields.contains("key")) descriptor.key = fields.at("key").String();
+  if (descriptor.key.empty()) node.Fail("needs a key");
+  if (fields.contains("value")) descriptor.value = fields.at("value").String();
+  if (fields.contains("rate_limit"))
+    descriptor.rate_limit = ParseRateLimit(fields.at("rate_limit"));
+  if (fields.contains("shadow_mode")) descriptor.shadow_mode = fields.at("shadow_mode").Bool();
+  if (fields.contains("share_threshold")) {
+    descriptor.share_threshold = fields.at("share_threshold").Bool();
+  }
+  for (const char* ignored : {"detailed_metric", "value_to_metric"}) {
+    if (fields.contains(ignored)) fields.at(ignored).Bool();
+  }
+  if (fields.contains("descriptors")) {
+    descriptor.descriptors = ParseDescriptors(fields.at("descriptors"));
+  }
+  return descriptor;
+}
+
+std::vector<DescriptorNode> ParseDescriptors(const Node& list) {
+  std::vector<DescriptorNode> descriptors;
+  std::set<std::pair<std::string, std::string>> seen;
+  for (const Node& element : list.Elements()) {
+    DescriptorNode descriptor = ParseDescriptor(element);
+    if (!seen.emplace(descriptor.key, descriptor.value).second) {
+      element.Fail("duplicate descriptor: key \"" + descriptor.key + "\" value \"" +
+                   descriptor.value + "\" is already in this list");
+    }
+    descriptors.push_back(std::move(descriptor));
+  }
+  return descriptors;
+}
+
+// The names of every rate limit in the tree.
+void CollectNames(const std::vector<DescriptorNode>& nodes, std::set<std::string>& names) {
+  for (const DescriptorNode& node : nodes) {
+    if (node.rate_limit && !node.rate_limit->name.empty()) names.insert(node.rate_limit->name);
+    CollectNames(node.descriptors, names);
+  }
+}
+
+// `replaces` must name another limit of the same domain. The message cannot give a line: the
+// tree no longer holds the YAML, so it names the limit instead.
+void CheckReplaces(const std::vector<DescriptorNode>& nodes, const std::set<std::string>& names,
+                   const std::string& source) {
+  for (const DescriptorNode& node : nodes) {
+    if (node.rate_limit) {
+      for (const std::string& replaced : node.rate_limit->replaces) {
+        const std::string where = fmt::format(R"({}: descriptor "{}": rate_limit.replaces: "{}" )",
+                                              source, node.key, replaced);
+        if (replaced == node.rate_limit->name) throw ParseError{where + "is the limit itself"};
+        if (!names.contains(replaced))
+          throw ParseError{where + "names no rate limit of the domain"};
+      }
+    }
+    CheckReplaces(node.descriptors, names, source);
+  }
+}
+
+DomainConfig Parse(const Node& root, const std::string& source) {
+  auto fields = root.Fields({"domain", "descriptors"});
+  DomainConfig config;
+  config.source = source;
+  if (fields.contains("domain")) config.domain = fields.at("domain").String();
+  if (config.domain.empty()) root.Fail("domain: must not be empty");
+  if (fields.contains("descriptors"))
+    config.descriptors = ParseDescriptors(fields.at("descriptors"));
+  std::set<std::string> names;
+  CollectNames(config.descriptors, names);
+  CheckReplaces(config.descriptors, names, source);
+  return config;
+}
+
+Result<std::string> ReadFile(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) return Status::InvalidArgument(path + ": cannot be read");
+  std::ostringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// The files `path` stands for: itself, or the .yaml and .yml files directly inside it.
+Result<std::vector<std::string>> FilesOf(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::is_directory(path, error)) return std::vector<std::string>{path};
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
+    const std::string extension = entry.path().extension().string();
+    if (entry.is_regular_file() && (extension == ".yaml" || extension == ".yml")) {
+      files.push_back(entry.path().string());
+    }
+  }
+  if (error) return Status::InvalidArgument(path + ": cannot be listed: " + error.message());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace
+
+int64_t UnitMs(Unit unit) {
+  constexpr int64_t kDayMs = 24LL * 3600 * 1000;
+  switch (unit) {
+    case Unit::kSecond:
+      return 1000;
+    case Unit::kMinute:
+      return 60'000;
+    case Unit::kHour:
+      return 3'600'000;
+    case Unit::kDay:
+      return kDayMs;
+    case Unit::kWeek:
+      return 7 * kDayMs;
+    case Unit::kMonth:
+      return 30 * kDayMs;
+    case Unit::kYear:
+      return 365 * kDayMs;
+  }
+  return kDayMs;
+}
+
+Result<DomainConfig> ParseDomainConfig(std::string_view yaml, std::string_view source) {
+  const std::string name(source);
+  try {
+    YAML::Node root = YAML::Load(std::string(yaml));
+    if (!root.IsDefined() || root.IsNull()) {
+      return Status::InvalidArgument(name + ": the file is empty");
+    }
+    return Parse(Node(root, "", name), name);
+  } catch (const ParseError& e) {
+    return Status::InvalidArgument(e.message);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(name + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+}
+
+Result<std::vector<DomainConfig>> LoadDomainConfigs(const std::vector<std::string>& paths) {
+  std::vector<DomainConfig> configs;
+  std::map<std::string, std::string> domain_sources;
+  for (const std::string& path : paths) {
+    Result<std::vector<std::string>> files = FilesOf(path);
+    if (!files.ok()) return files.status();
+    for (const std::string& file : *files) {
+      Result<std::string> text = ReadFile(file);
+      if (!text.ok()) return text.status();
+      Result<DomainConfig> config = ParseDomainConfig(*text, file);
+      if (!config.ok()) return config.status();
+      auto [it, added] = domain_sources.emplace(config->domain, file);
+      if (!added) {
+        return Status::InvalidArgument(file + ": domain \"" + config->domain +
+                                       "\" is already defined in " + it->second);
+      }
+      configs.push_back(std::move(config).value());
+    }
+  }
+  return configs;
+}
+
+}  // namespace sluice::rls

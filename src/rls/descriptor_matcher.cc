@@ -1,0 +1,81 @@
+#include "rls/descriptor_matcher.h"
+
+#include <algorithm>
+
+namespace sluice::rls {
+
+struct DescriptorMatcher::Level {
+  struct Child {
+    const DescriptorNode* node = nullptr;
+    std::unique_ptr<Level> children;
+  };
+
+  // key -> value -> node
+  std::map<std::string, std::map<std::string, Child, std::less<>>, std::less<>> exact;
+  std::map<std::string, Child, std::less<>> any_value;
+  // (key, prefix) of wildcard values, longest prefix first.
+  std::vector<std::pair<std::pair<std::string, std::string>, Child>> wildcards;
+
+  explicit Level(const std::vector<DescriptorNode>& nodes) {
+    for (const DescriptorNode& node : nodes) {
+      Child child{&node, std::make_unique<Level>(node.descriptors)};
+      if (node.value.empty()) {
+        any_value.emplace(node.key, std::move(child));
+      } else if (node.IsWildcard()) {
+        wildcards.emplace_back(std::pair(node.key, node.value.substr(0, node.value.size() - 1)),
+                               std::move(child));
+      } else {
+        exact[node.key].emplace(node.value, std::move(child));
+      }
+    }
+    std::stable_sort(wildcards.begin(), wildcards.end(), [](const auto& a, const auto& b) {
+      return a.first.second.size() > b.first.second.size();
+    });
+  }
+
+  const Child* Find(std::string_view key, std::string_view value) const {
+    if (auto values = exact.find(key); values != exact.end()) {
+      if (auto it = values->second.find(value); it != values->second.end()) return &it->second;
+    }
+    for (const auto& [pattern, child] : wildcards) {
+      if (pattern.first == key && value.starts_with(pattern.second)) return &child;
+    }
+    if (auto it = any_value.find(key); it != any_value.end()) return &it->second;
+    return nullptr;
+  }
+};
+
+DescriptorMatcher::DescriptorMatcher(std::vector<DomainConfig> domains)
+    : domains_(std::move(domains)) {
+  for (const DomainConfig& domain : domains_) {
+    roots_.emplace(domain.domain, std::make_unique<Level>(domain.descriptors));
+  }
+}
+
+DescriptorMatcher::~DescriptorMatcher() = default;
+
+bool DescriptorMatcher::HasDomain(std::string_view domain) const {
+  return roots_.find(domain) != roots_.end();
+}
+
+std::optional<Match> DescriptorMatcher::Find(std::string_view domain,
+                                             const Entries& entries) const {
+  auto root = roots_.find(domain);
+  if (root == roots_.end()) return std::nullopt;
+  const Level* level = root->second.get();
+  Match match;
+  const Level::Child* child = nullptr;
+  for (const auto& [key, value] : entries) {
+    child = level->Find(key, value);
+    if (child == nullptr) return std::nullopt;
+    const bool shared = child->node->share_threshold && child->node->IsWildcard();
+    match.counted.emplace_back(key, shared ? child->node->value : value);
+    level = child->children.get();
+  }
+  if (child == nullptr || !child->node->rate_limit) return std::nullopt;
+  match.limit = &*child->node->rate_limit;
+  match.shadow_mode = child->node->shadow_mode;
+  return match;
+}
+
+}  // namespace sluice::rls

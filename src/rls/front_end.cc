@@ -1,0 +1,65 @@
+#include "rls/front_end.h"
+
+#include <spdlog/spdlog.h>
+
+#include "rls/json_handler.h"
+
+namespace sluice::rls {
+namespace {
+
+ServiceOptions OptionsOf(const config::Config& config) {
+  return {config.key_prefix, config.rls->failure, config.rls->response_headers};
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const DescriptorMatcher>> LoadMatcher(const config::RlsConfig& rls) {
+  Result<std::vector<DomainConfig>> domains = LoadDomainConfigs(rls.config);
+  if (!domains.ok()) return domains.status();
+  return std::shared_ptr<const DescriptorMatcher>(
+      std::make_shared<DescriptorMatcher>(std::move(domains).value()));
+}
+
+Result<std::unique_ptr<FrontEnd>> FrontEnd::Create(const config::Config& config,
+                                                   std::vector<std::shared_ptr<Store>> stores) {
+  Result<std::shared_ptr<const DescriptorMatcher>> matcher = LoadMatcher(*config.rls);
+  if (!matcher.ok()) return matcher.status();
+  return std::unique_ptr<FrontEnd>(
+      new FrontEnd(std::make_unique<Service>(std::move(stores), *matcher, OptionsOf(config))));
+}
+
+Status FrontEnd::Listen(const config::RlsConfig& rls, http::EventLoops& loops,
+                        http::ServerLimits limits) {
+  if (rls.listen) {
+    Result<std::unique_ptr<GrpcServer>> grpc = GrpcServer::Start(*rls.listen, *service_);
+    if (!grpc.ok()) return grpc.status();
+    grpc_ = std::move(grpc).value();
+    spdlog::info("rate limit service (gRPC) listening on {}:{}", rls.listen->host, grpc_->port());
+  }
+  if (rls.json_listen) {
+    json_ = std::make_unique<http::Server>(
+        loops,
+        [this](http::HttpRequest request, const boost::asio::ip::address&, size_t) {
+          return HandleJson(*service_, std::move(request));
+        },
+        limits);
+    if (Status s = json_->Listen(*rls.json_listen); !s.ok()) return s;
+    spdlog::info("rate limit service (JSON) listening on {}:{}", rls.json_listen->host,
+                 json_->port());
+  }
+  return {};
+}
+
+void FrontEnd::Apply(std::shared_ptr<const DescriptorMatcher> matcher,
+                     const config::Config& config) {
+  service_->Apply(std::move(matcher), OptionsOf(config));
+}
+
+void FrontEnd::BeginDrain(std::chrono::milliseconds timeout) {
+  if (json_) json_->StopAccepting();
+  if (grpc_) grpc_->BeginShutdown(std::chrono::system_clock::now() + timeout);
+}
+
+size_t FrontEnd::InFlight() const { return service_->InFlight() + (json_ ? json_->InFlight() : 0); }
+
+}  // namespace sluice::rls

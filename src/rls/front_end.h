@@ -1,0 +1,49 @@
+// Envoy's rate limit service inside `sluice serve`: the descriptor files the `rls:` block names,
+// the service on the gateway's stores, and its gRPC and JSON servers.
+#pragma once
+
+#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "config/config.h"
+#include "http/event_loops.h"
+#include "http/server.h"
+#include "rls/grpc_server.h"
+#include "rls/service.h"
+#include "sluice/status.h"
+#include "sluice/store.h"
+
+namespace sluice::rls {
+
+// Loads and indexes the descriptor files of `rls`.
+Result<std::shared_ptr<const DescriptorMatcher>> LoadMatcher(const config::RlsConfig& rls);
+
+class FrontEnd {
+ public:
+  // Loads the descriptor files of `config.rls` (which must be set); fails on a bad one.
+  static Result<std::unique_ptr<FrontEnd>> Create(const config::Config& config,
+                                                  std::vector<std::shared_ptr<Store>> stores);
+
+  // Starts the gRPC server and, on `loops`, the JSON server, as the configuration asks.
+  Status Listen(const config::RlsConfig& rls, http::EventLoops& loops, http::ServerLimits limits);
+
+  // Puts descriptors loaded by LoadMatcher, and the options of `config`, in force.
+  void Apply(std::shared_ptr<const DescriptorMatcher> matcher, const config::Config& config);
+
+  // Stops taking calls; calls in flight get `timeout`.
+  void BeginDrain(std::chrono::milliseconds timeout);
+
+  size_t InFlight() const;
+
+ private:
+  explicit FrontEnd(std::unique_ptr<Service> service) : service_(std::move(service)) {}
+
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<GrpcServer> grpc_;
+  std::unique_ptr<http::Server> json_;
+};
+
+}  // namespace sluice::rls

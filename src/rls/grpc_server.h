@@ -1,0 +1,53 @@
+// The gRPC front end: envoy.service.ratelimit.v3.RateLimitService and the standard health
+// service (grpc.health.v1.Health) on one port, on grpc++'s callback API, so that no gRPC thread
+// waits for the store.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <thread>
+
+#include "config/network.h"
+#include "rls/service.h"
+#include "sluice/status.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace sluice::rls {
+
+class GrpcServer {
+ public:
+  // Listens on `endpoint` and answers with `service`, which must outlive the server.
+  static Result<std::unique_ptr<GrpcServer>> Start(const config::Endpoint& endpoint,
+                                                   Service& service);
+  // Shuts down (if BeginShutdown did not) and waits for every call to end.
+  ~GrpcServer();
+  GrpcServer(const GrpcServer&) = delete;
+  GrpcServer& operator=(const GrpcServer&) = delete;
+
+  uint16_t port() const { return port_; }
+
+  // Health turns NOT_SERVING, new calls are refused, and calls in flight get until `deadline`,
+  // on a thread of its own: the calls may need the caller's thread to finish.
+  void BeginShutdown(std::chrono::system_clock::time_point deadline);
+
+  struct Handlers;  // the callback service
+
+ private:
+  GrpcServer(std::unique_ptr<Handlers> handlers, std::unique_ptr<grpc::Server> server,
+             uint16_t port);
+
+  std::unique_ptr<Handlers> handlers_;
+  std::unique_ptr<grpc::Server> server_;
+  uint16_t port_;
+  std::thread shutdown_;
+};
+
+// The gRPC status code for a Sluice status: kInvalidArgument is INVALID_ARGUMENT, a deadline
+// DEADLINE_EXCEEDED, other store failures UNAVAILABLE.
+int GrpcCode(const Status& status);
+
+}  // namespace sluice::rls

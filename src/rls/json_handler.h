@@ -1,0 +1,14 @@
+// POST /json: the ShouldRateLimit call in protobuf's JSON mapping, as envoyproxy/ratelimit serves
+// it over HTTP. 200 when OK, 429 when over the limit, 400 for a malformed request.
+#pragma once
+
+#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
+
+#include "http/server.h"
+#include "rls/service.h"
+
+namespace sluice::rls {
+
+boost::asio::awaitable<http::HttpResponse> HandleJson(Service& service, http::HttpRequest request);
+
+}  // namespace sluice::rls

@@ -1,0 +1,58 @@
+// The pure logic of ShouldRateLimit, apart from the store and the transport: a request becomes a
+// plan (one bucket operation per limited descriptor, all for one Store::Apply), and the store's
+// replies become the response.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/rls_config.h"
+#include "envoy/service/ratelimit/v3/rls.pb.h"
+#include "rls/descriptor_matcher.h"
+#include "sluice/status.h"
+#include "sluice/store.h"
+#include "sluice/token_bucket.h"
+
+namespace sluice::rls {
+
+using envoy::service::ratelimit::v3::RateLimitRequest;
+using envoy::service::ratelimit::v3::RateLimitResponse;
+
+// What one descriptor of the request was matched to.
+struct PlannedDescriptor {
+  enum class Kind { kNoLimit, kUnlimited, kLimited };
+  Kind kind = Kind::kNoLimit;
+  RateLimitPolicy limit;      // for kLimited: the configuration's or the descriptor's own
+  bool shadow = false;        // never over the limit, whatever the bucket says
+  std::optional<size_t> op;   // for kLimited with requests_per_unit > 0: its bucket operation
+  bool over_by_cost = false;  // asks for more than the bucket can ever hold (or a zero limit)
+};
+
+struct Plan {
+  std::vector<PlannedDescriptor> descriptors;  // one per request descriptor, in order
+  std::vector<BucketOp> ops;                   // distinct keys; empty when nothing is limited
+};
+
+// The most descriptors one request may carry: every one can be a key in one script call, and
+// Envoy sends a handful.
+inline constexpr int kMaxDescriptors = 1024;
+
+// Matches each descriptor and builds its bucket operation under "<prefix>rls:<domain>:<key>=
+// <value>...", every part percent-encoded. Fails with kInvalidArgument on an empty domain, no
+// descriptors or more than kMaxDescriptors, or a value too long for a key. A descriptor's own
+// `limit` is used instead of the configuration's; descriptors whose limits another matched limit
+// `replaces` have no limit.
+Result<Plan> PlanRequest(const DescriptorMatcher& matcher, const RateLimitRequest& request,
+                         const std::string& key_prefix);
+
+// The response for the store's replies (one per op). `headers`: add RateLimit headers.
+RateLimitResponse Respond(const Plan& plan, const std::vector<BucketReply>& replies,
+                          const std::optional<config::RlsHeaderNames>& headers);
+
+// The response when the store could not be asked: limited, enforced descriptors are OK when
+// `allow`, else OVER_LIMIT.
+RateLimitResponse RespondUnchecked(const Plan& plan, bool allow);
+
+}  // namespace sluice::rls

@@ -1,0 +1,193 @@
+#include "rls/rate_limit_plan.h"
+
+#include <gtest/gtest.h>
+
+namespace sluice::rls {
+namespace {
+
+using Status_ = RateLimitResponse::DescriptorStatus;
+
+const char* const kConfig = R"(
+domain: d
+descriptors:
+  - key: client
+    rate_limit: {unit: minute, requests_per_unit: 10, name: per-client}
+  - key: client
+    value: free
+    rate_limit: {unit: second, requests_per_unit: 2, name: free, replaces: [{name: per-client}]}
+  - key: tier
+    value: open
+    rate_limit: {unlimited: true}
+  - key: tier
+    value: closed
+    rate_limit: {unit: second, requests_per_unit: 0}
+  - key: canary
+    shadow_mode: true
+    rate_limit: {unit: second, requests_per_unit: 1}
+  - key: burst
+    rate_limit: {unit: second, requests_per_unit: 2, name: burst}
+)";
+
+class RateLimitPlanTest : public ::testing::Test {
+ protected:
+  RateLimitPlanTest() {
+    Result<DomainConfig> config = ParseDomainConfig(kConfig, "test.yaml");
+    EXPECT_TRUE(config.ok()) << config.status().message();
+    std::vector<DomainConfig> domains;
+    domains.push_back(std::move(config).value());
+    matcher_ = std::make_unique<DescriptorMatcher>(std::move(domains));
+  }
+
+  static RateLimitRequest Request(std::vector<std::vector<std::pair<std::string, std::string>>> ds,
+                                  std::string domain = "d") {
+    RateLimitRequest request;
+    request.set_domain(std::move(domain));
+    for (const auto& d : ds) {
+      auto* descriptor = request.add_descriptors();
+      for (const auto& [k, v] : d) {
+        auto* entry = descriptor->add_entries();
+        entry->set_key(k);
+        entry->set_value(v);
+      }
+    }
+    return request;
+  }
+
+  Plan PlanOf(const RateLimitRequest& request) const {
+    Result<Plan> plan = PlanRequest(*matcher_, request, "rl:");
+    EXPECT_TRUE(plan.ok()) << plan.status().message();
+    return plan.ok() ? *plan : Plan{};
+  }
+
+  std::unique_ptr<DescriptorMatcher> matcher_;
+};
+
+TEST_F(RateLimitPlanTest, OneBucketPerLimitedDescriptorUnderAnEncodedKey) {
+  Plan plan = PlanOf(Request({{{"client", "a:b"}}, {{"nothing", "x"}}, {{"tier", "open"}}}));
+  ASSERT_EQ(plan.ops.size(), 1U);
+  EXPECT_EQ(plan.ops[0].key, "rl:rls:d:client=a%3Ab");
+  EXPECT_EQ(plan.ops[0].limit, (Limit{10, 10, 60'000}));
+  EXPECT_EQ(plan.ops[0].cost, 1);
+  EXPECT_EQ(plan.descriptors[0].kind, PlannedDescriptor::Kind::kLimited);
+  EXPECT_EQ(plan.descriptors[1].kind, PlannedDescriptor::Kind::kNoLimit);
+  EXPECT_EQ(plan.descriptors[2].kind, PlannedDescriptor::Kind::kUnlimited);
+}
+
+TEST_F(RateLimitPlanTest, NoTwoDescriptorsShareAKeyByTheirSeparators) {
+  // "client" = "x=y" must not meet a domain or entry that spells the same characters.
+  const std::string one = PlanOf(Request({{{"client", "x=y"}}})).ops.at(0).key;
+  const std::string two = PlanOf(Request({{{"client", "x"}}})).ops.at(0).key;
+  EXPECT_NE(one, two);
+  EXPECT_EQ(one.find('=', one.find("client=") + 7), std::string::npos);
+}
+
+TEST_F(RateLimitPlanTest, HitsAddendOfTheDescriptorOverTheRequest) {
+  RateLimitRequest request = Request({{{"client", "a"}}, {{"client", "b"}}});
+  request.set_hits_addend(3);
+  request.mutable_descriptors(1)->mutable_hits_addend()->set_value(0);
+  Plan plan = PlanOf(request);
+  EXPECT_EQ(plan.ops.at(0).cost, 3);
+  EXPECT_EQ(plan.ops.at(1).cost, 0);  // check only
+}
+
+TEST_F(RateLimitPlanTest, MoreThanTheBucketHoldsIsOverWithoutCharging) {
+  RateLimitRequest request = Request({{{"client", "a"}}});
+  request.set_hits_addend(11);
+  Plan plan = PlanOf(request);
+  EXPECT_EQ(plan.ops.at(0).cost, 0);
+  EXPECT_TRUE(plan.descriptors[0].over_by_cost);
+  RateLimitResponse response = Respond(plan, {{true, 10, 0}}, std::nullopt);
+  EXPECT_EQ(response.overall_code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(response.statuses(0).limit_remaining(), 10U);
+}
+
+TEST_F(RateLimitPlanTest, TheSameDescriptorTwiceSharesOneOperation) {
+  Plan plan = PlanOf(Request({{{"client", "a"}}, {{"client", "a"}}}));
+  ASSERT_EQ(plan.ops.size(), 1U);
+  EXPECT_EQ(plan.ops[0].cost, 2);
+  EXPECT_EQ(plan.descriptors[0].op, plan.descriptors[1].op);
+}
+
+TEST_F(RateLimitPlanTest, AReplacedLimitIsNotApplied) {
+  Plan plan = PlanOf(Request({{{"client", "a"}}, {{"client", "free"}}}));
+  ASSERT_EQ(plan.ops.size(), 1U);
+  EXPECT_EQ(plan.descriptors[0].kind, PlannedDescriptor::Kind::kNoLimit);
+  EXPECT_EQ(plan.descriptors[1].limit.name, "free");
+}
+
+TEST_F(RateLimitPlanTest, ADescriptorsOwnLimitCountsApart) {
+  RateLimitRequest request = Request({{{"client", "a"}}});
+  request.mutable_descriptors(0)->mutable_limit()->set_requests_per_unit(42);
+  request.mutable_descriptors(0)->mutable_limit()->set_unit(envoy::type::v3::HOUR);
+  Plan plan = PlanOf(request);
+  EXPECT_EQ(plan.ops.at(0).limit, (Limit{42, 42, 3'600'000}));
+  EXPECT_EQ(plan.ops.at(0).key, "rl:rls-own:d:client=a");
+}
+
+TEST_F(RateLimitPlanTest, MalformedRequestsAreRefused) {
+  EXPECT_EQ(PlanRequest(*matcher_, Request({{{"client", "a"}}}, ""), "rl:").status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(PlanRequest(*matcher_, Request({}), "rl:").status().code(),
+            StatusCode::kInvalidArgument);
+  RateLimitRequest too_many = Request({});
+  for (int i = 0; i <= kMaxDescriptors; ++i) {
+    too_many.add_descriptors()->add_entries()->set_key("client");
+  }
+  EXPECT_EQ(PlanRequest(*matcher_, too_many, "rl:").status().code(), StatusCode::kInvalidArgument);
+  auto too_long = PlanRequest(*matcher_, Request({{{"client", std::string(2000, 'x')}}}), "rl:");
+  EXPECT_EQ(too_long.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(RateLimitPlanTest, AnUnknownDomainLimitsNothing) {
+  Plan plan = PlanOf(Request({{{"client", "a"}}}, "elsewhere"));
+  EXPECT_TRUE(plan.ops.empty());
+  RateLimitResponse response = Respond(plan, {}, std::nullopt);
+  EXPECT_EQ(response.overall_code(), RateLimitResponse::OK);
+  EXPECT_FALSE(response.statuses(0).has_current_limit());
+}
+
+TEST_F(RateLimitPlanTest, EveryStatusSaysLimitRemainingAndReset) {
+  Plan plan = PlanOf(
+      Request({{{"client", "a"}}, {{"tier", "open"}}, {{"tier", "closed"}}, {{"canary", "x"}}}));
+  ASSERT_EQ(plan.ops.size(), 2U);
+  RateLimitResponse response = Respond(plan, {{true, 4, 0}, {false, 0, 1000}}, std::nullopt);
+  EXPECT_EQ(response.overall_code(), RateLimitResponse::OVER_LIMIT);
+  const Status_& client = response.statuses(0);
+  EXPECT_EQ(client.code(), RateLimitResponse::OK);
+  EXPECT_EQ(client.current_limit().name(), "per-client");
+  EXPECT_EQ(client.current_limit().requests_per_unit(), 10U);
+  EXPECT_EQ(client.current_limit().unit(), RateLimitResponse::RateLimit::MINUTE);
+  EXPECT_EQ(client.limit_remaining(), 4U);
+  EXPECT_EQ(client.duration_until_reset().seconds(), 36);  // 6 tokens at 10 a minute
+  EXPECT_EQ(response.statuses(1).code(), RateLimitResponse::OK);
+  EXPECT_EQ(response.statuses(1).limit_remaining(), UINT32_MAX);
+  EXPECT_EQ(response.statuses(2).code(), RateLimitResponse::OVER_LIMIT);  // zero a second
+  EXPECT_EQ(response.statuses(3).code(), RateLimitResponse::OK);          // shadow
+  EXPECT_EQ(response.statuses(3).duration_until_reset().seconds(), 1);
+  EXPECT_EQ(response.response_headers_to_add_size(), 0);
+}
+
+TEST_F(RateLimitPlanTest, HeadersDescribeTheTightestEnforcedDescriptor) {
+  Plan plan = PlanOf(Request({{{"client", "a"}}, {{"burst", "x"}}, {{"canary", "x"}}}));
+  RateLimitResponse response = Respond(plan, {{true, 4, 0}, {false, 0, 500}, {false, 0, 1000}},
+                                       config::RlsHeaderNames{"X-Limit", "X-Remaining", "X-Reset"});
+  ASSERT_EQ(response.response_headers_to_add_size(), 3);
+  EXPECT_EQ(response.response_headers_to_add(0).key(), "X-Limit");
+  EXPECT_EQ(response.response_headers_to_add(0).value(), "2");
+  EXPECT_EQ(response.response_headers_to_add(1).key(), "X-Remaining");
+  EXPECT_EQ(response.response_headers_to_add(1).value(), "0");
+  EXPECT_EQ(response.response_headers_to_add(2).key(), "X-Reset");
+  EXPECT_EQ(response.response_headers_to_add(2).value(), "1");
+}
+
+TEST_F(RateLimitPlanTest, WithoutTheStoreTheFailurePolicyDecides) {
+  Plan plan = PlanOf(Request({{{"client", "a"}}, {{"nothing", "x"}}, {{"canary", "x"}}}));
+  EXPECT_EQ(RespondUnchecked(plan, true).overall_code(), RateLimitResponse::OK);
+  RateLimitResponse closed = RespondUnchecked(plan, false);
+  EXPECT_EQ(closed.overall_code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(closed.statuses(1).code(), RateLimitResponse::OK);
+  EXPECT_EQ(closed.statuses(2).code(), RateLimitResponse::OK);
+}
+
+}  // namespace
+}  // namespace sluice::rls

@@ -1,0 +1,68 @@
+// The `rls:` block of the configuration file.
+#include <gtest/gtest.h>
+
+#include "config/config.h"
+
+namespace sluice::config {
+namespace {
+
+Config Parse(const std::string& yaml) {
+  Result<Config> config = ParseConfig(yaml, "/etc/sluice/sluice.yaml");
+  EXPECT_TRUE(config.ok()) << config.status().message();
+  return config.ok() ? *config : Config{};
+}
+
+std::string Refusal(const std::string& yaml) {
+  Result<Config> config = ParseConfig(yaml, "/etc/sluice/sluice.yaml");
+  EXPECT_FALSE(config.ok()) << yaml;
+  return config.status().message();
+}
+
+TEST(RlsConfigTest, ARateLimitServiceAloneNeedsNoUpstreamNorRules) {
+  Config config = Parse(
+      "failure: closed\nrls:\n  listen: 127.0.0.1:8081\n  config: [ratelimit/, /abs/d.yaml]\n");
+  EXPECT_FALSE(config.proxy);
+  EXPECT_TRUE(config.rules.empty());
+  ASSERT_TRUE(config.rls);
+  EXPECT_EQ(config.rls->listen, (Endpoint{"127.0.0.1", 8081}));
+  EXPECT_FALSE(config.rls->json_listen);
+  EXPECT_EQ(config.rls->config,
+            (std::vector<std::string>{"/etc/sluice/ratelimit/", "/abs/d.yaml"}));
+  EXPECT_EQ(config.rls->failure, RlsFailure::kClosed);  // the top-level failure
+  EXPECT_FALSE(config.rls->response_headers);
+}
+
+TEST(RlsConfigTest, BesideTheGateway) {
+  Config config = Parse(
+      "upstream: {address: 127.0.0.1:9000}\nrules: []\nrls:\n  json_listen: 127.0.0.1:8082\n"
+      "  config: [d]\n  failure: error\n  response_headers: {reset: X-Reset}\n");
+  EXPECT_TRUE(config.proxy);
+  EXPECT_EQ(config.rls->failure, RlsFailure::kError);
+  ASSERT_TRUE(config.rls->response_headers);
+  EXPECT_EQ(config.rls->response_headers->limit, "RateLimit-Limit");
+  EXPECT_EQ(config.rls->response_headers->reset, "X-Reset");
+}
+
+TEST(RlsConfigTest, RefusesWhatCannotWork) {
+  EXPECT_NE(Refusal("rules: []\n").find("needs an upstream"), std::string::npos);
+  EXPECT_NE(Refusal("listen: 127.0.0.1:8080\nrls: {listen: 127.0.0.1:1, config: [d]}\n")
+                .find("listen: needs an upstream to forward to"),
+            std::string::npos);
+  EXPECT_NE(Refusal("rls: {config: [d]}\n").find("needs listen, json_listen or both"),
+            std::string::npos);
+  EXPECT_NE(Refusal("rls: {listen: 127.0.0.1:1}\n").find("needs config"), std::string::npos);
+  EXPECT_NE(Refusal("rls: {listen: 127.0.0.1:1, config: []}\n").find("at least one"),
+            std::string::npos);
+  EXPECT_NE(Refusal("rls: {listen: 127.0.0.1:1, config: [d], failure: maybe}\n")
+                .find("rls.failure: \"maybe\" is not one of open | closed | error"),
+            std::string::npos);
+  EXPECT_NE(
+      Refusal("rls: {listen: 127.0.0.1:1, config: [d], port: 1}\n").find("rls.port: unknown field"),
+      std::string::npos);
+  EXPECT_NE(Refusal("rls: {listen: 127.0.0.1:1, config: [d], response_headers: {limt: X}}\n")
+                .find("rls.response_headers.limt: unknown field"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace sluice::config

@@ -1,0 +1,391 @@
+// Envoy's rate limit service end to end: real `sluice serve` processes on a real redis-server,
+// called by a C++ gRPC client, over HTTP JSON, and by a Node client on @grpc/grpc-js.
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "e2e/processes.h"
+#include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+
+namespace sluice::rls {
+namespace {
+
+using e2e::WaitUntil;
+using envoy::service::ratelimit::v3::RateLimitRequest;
+using envoy::service::ratelimit::v3::RateLimitResponse;
+using envoy::service::ratelimit::v3::RateLimitService;
+using std::chrono::milliseconds;
+using testing::Fetch;
+using testing::FreePort;
+using testing::Process;
+using testing::RedisServer;
+
+const char* const kDescriptors = R"(
+domain: edge
+descriptors:
+  - key: client
+    rate_limit: {unit: minute, requests_per_unit: 3}
+  - key: client
+    value: vip
+    rate_limit: {unit: minute, requests_per_unit: 5}
+  - key: client
+    value: bot-*
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: client
+    value: internal
+    rate_limit: {unlimited: true}
+  - key: route
+    value: /api
+    descriptors:
+      - key: method
+        rate_limit: {unit: minute, requests_per_unit: 2}
+  - key: canary
+    shadow_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: shared
+    rate_limit: {unit: hour, requests_per_unit: 50}
+)";
+
+// One `sluice serve` running only the rate limit service, with its descriptors in a folder.
+class RlsProcess {
+ public:
+  RlsProcess(uint16_t redis_port, const std::string& extra_store = "",
+             const std::string& extra_rls = "")
+      : grpc_(FreePort()), json_(FreePort()), admin_(FreePort()) {
+    dir_ = std::filesystem::temp_directory_path() / ("sluice-rls-" + std::to_string(grpc_));
+    std::filesystem::create_directories(dir_ / "descriptors");
+    WriteDescriptors(kDescriptors);
+    std::ofstream(dir_ / "sluice.yaml")
+        << "admin_listen: 127.0.0.1:" << admin_ << "\nthreads: 2\ndrain_timeout: 1s\n"
+        << "store: {type: redis, url: \"redis://127.0.0.1:" << redis_port << "/0\"" << extra_store
+        << "}\nrls:\n  listen: 127.0.0.1:" << grpc_ << "\n  json_listen: 127.0.0.1:" << json_
+        << "\n  config: [descriptors/]\n  response_headers: {}\n"
+        << extra_rls;
+    process_ =
+        std::make_unique<Process>(std::vector<std::string>{SLUICE_BINARY, "serve", "--config",
+                                                           (dir_ / "sluice.yaml").string()},
+                                  (dir_.string() + ".log"));
+    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_),
+                                   grpc::InsecureChannelCredentials());
+    stub_ = RateLimitService::NewStub(channel_);
+    EXPECT_TRUE(WaitUntil([&] { return e2e::Healthy(admin_); }, milliseconds(5000)));
+    EXPECT_TRUE(channel_->WaitForConnected(std::chrono::system_clock::now() + milliseconds(5000)));
+  }
+  ~RlsProcess() {
+    process_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  void WriteDescriptors(const std::string& yaml) {
+    std::ofstream(dir_ / "descriptors" / "edge.yaml") << yaml;
+  }
+
+  grpc::Status Call(const RateLimitRequest& request, RateLimitResponse* response,
+                    milliseconds deadline = milliseconds(5000)) const {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + deadline);
+    return stub_->ShouldRateLimit(&context, request, response);
+  }
+
+  RateLimitResponse Ok(const RateLimitRequest& request) const {
+    RateLimitResponse response;
+    grpc::Status status = Call(request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_code() << " " << status.error_message();
+    return response;
+  }
+
+  uint16_t grpc() const { return grpc_; }
+  uint16_t json() const { return json_; }
+  std::shared_ptr<grpc::Channel> channel() const { return channel_; }
+  Process& process() { return *process_; }
+
+ private:
+  uint16_t grpc_, json_, admin_;
+  std::filesystem::path dir_;
+  std::unique_ptr<Process> process_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<RateLimitService::Stub> stub_;
+};
+
+using Entries = std::vector<std::pair<std::string, std::string>>;
+
+RateLimitRequest Request(const std::vector<Entries>& descriptors, std::string domain = "edge") {
+  RateLimitRequest request;
+  request.set_domain(std::move(domain));
+  for (const Entries& entries : descriptors) {
+    auto* descriptor = request.add_descriptors();
+    for (const auto& [key, value] : entries) {
+      auto* entry = descriptor->add_entries();
+      entry->set_key(key);
+      entry->set_value(value);
+    }
+  }
+  return request;
+}
+
+// The overall codes of `n` calls of `request`.
+std::string Codes(const RlsProcess& rls, const RateLimitRequest& request, int n) {
+  std::string codes;
+  for (int i = 0; i < n; ++i) {
+    codes += rls.Ok(request).overall_code() == RateLimitResponse::OK ? "+" : "x";
+  }
+  return codes;
+}
+
+class RlsServiceTest : public ::testing::Test {
+ protected:
+  RedisServer redis_;
+};
+
+TEST_F(RlsServiceTest, DescriptorsMatchAtEveryDepthWithWildcardsUnlimitedAndShadow) {
+  RlsProcess rls(redis_.port());
+  EXPECT_EQ(Codes(rls, Request({{{"client", "alice"}}}), 4), "+++x");
+  EXPECT_EQ(Codes(rls, Request({{{"client", "bob"}}}), 1), "+");  // per value
+  EXPECT_EQ(Codes(rls, Request({{{"client", "vip"}}}), 6), "+++++x");
+  EXPECT_EQ(Codes(rls, Request({{{"client", "bot-1"}}}), 2), "+x");
+  EXPECT_EQ(Codes(rls, Request({{{"client", "bot-2"}}}), 2), "+x");
+  EXPECT_EQ(Codes(rls, Request({{{"client", "internal"}}}), 10), "++++++++++");
+  EXPECT_EQ(Codes(rls, Request({{{"route", "/api"}, {"method", "GET"}}}), 3), "++x");
+  EXPECT_EQ(Codes(rls, Request({{{"route", "/api"}, {"method", "PUT"}}}), 1), "+");
+  EXPECT_EQ(Codes(rls, Request({{{"route", "/api"}}}), 5), "+++++");  // no limit at depth 1
+  EXPECT_EQ(Codes(rls, Request({{{"canary", "c"}}}), 3), "+++");      // shadow: never over
+
+  RateLimitResponse unlimited = rls.Ok(Request({{{"client", "internal"}}}));
+  EXPECT_EQ(unlimited.statuses(0).limit_remaining(), UINT32_MAX);
+  RateLimitResponse unknown = rls.Ok(Request({{{"client", "alice"}}}, "no-such-domain"));
+  EXPECT_EQ(unknown.overall_code(), RateLimitResponse::OK);
+  EXPECT_FALSE(unknown.statuses(0).has_current_limit());
+}
+
+TEST_F(RlsServiceTest, SeveralDescriptorsAndHitsAddendInOneCall) {
+  RlsProcess rls(redis_.port());
+  RateLimitRequest request =
+      Request({{{"client", "carol"}}, {{"route", "/api"}, {"method", "POST"}}, {{"other", "x"}}});
+  request.set_hits_addend(2);
+  request.mutable_descriptors(1)->mutable_hits_addend()->set_value(0);  // look only
+  RateLimitResponse first = rls.Ok(request);
+  ASSERT_EQ(first.statuses_size(), 3);
+  EXPECT_EQ(first.overall_code(), RateLimitResponse::OK);
+  EXPECT_EQ(first.statuses(0).limit_remaining(), 1U);
+  EXPECT_EQ(first.statuses(0).current_limit().requests_per_unit(), 3U);
+  EXPECT_EQ(first.statuses(0).current_limit().unit(), RateLimitResponse::RateLimit::MINUTE);
+  EXPECT_GT(first.statuses(0).duration_until_reset().seconds(), 0);
+  EXPECT_EQ(first.statuses(1).limit_remaining(), 2U);  // not charged
+  EXPECT_FALSE(first.statuses(2).has_current_limit());
+  ASSERT_EQ(first.response_headers_to_add_size(), 3);
+  EXPECT_EQ(first.response_headers_to_add(0).key(), "RateLimit-Limit");
+  EXPECT_EQ(first.response_headers_to_add(0).value(), "3");
+  EXPECT_EQ(first.response_headers_to_add(1).value(), "1");
+
+  RateLimitResponse second = rls.Ok(request);
+  EXPECT_EQ(second.overall_code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(second.statuses(0).code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(second.statuses(1).code(), RateLimitResponse::OK);
+}
+
+TEST_F(RlsServiceTest, TwoProcessesSharingOneRedisAreExact) {
+  RlsProcess one(redis_.port());
+  RlsProcess two(redis_.port());
+  std::atomic<int> allowed{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t) {
+    callers.emplace_back([&, t] {
+      const RlsProcess& rls = t % 2 == 0 ? one : two;
+      for (int i = 0; i < 40; ++i) {
+        if (rls.Ok(Request({{{"shared", "k"}}})).overall_code() == RateLimitResponse::OK) {
+          ++allowed;
+        }
+      }
+    });
+  }
+  for (auto& c : callers) c.join();
+  EXPECT_EQ(allowed.load(), 50);  // 50 an hour; 160 calls
+}
+
+TEST_F(RlsServiceTest, MalformedRequestsAreRefusedAndNeverStopTheService) {
+  RlsProcess rls(redis_.port());
+  RateLimitResponse response;
+  EXPECT_EQ(rls.Call(Request({{{"client", "a"}}}, ""), &response).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(rls.Call(Request({}), &response).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(rls.Call(Request({{{"client", std::string(5000, 'x')}}}), &response).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(rls.Call(Request({{}}), &response).ok());  // no entries: matches nothing
+
+  // The most descriptors a call may have go to the store in one call; one more is refused.
+  std::vector<Entries> many;
+  for (int i = 0; i < 1024; ++i) many.push_back({{"client", "many-" + std::to_string(i)}});
+  RateLimitResponse all = rls.Ok(Request(many));
+  EXPECT_EQ(all.overall_code(), RateLimitResponse::OK);
+  EXPECT_EQ(all.statuses_size(), 1024);
+  EXPECT_EQ(all.statuses(1023).limit_remaining(), 2U);
+  many.push_back({{"client", "one-too-many"}});
+  EXPECT_EQ(rls.Call(Request(many), &response).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  // Bytes that are no RateLimitRequest at all.
+  grpc::GenericStub generic(rls.channel());
+  for (const std::string& garbage :
+       {std::string("\xff\xff\xff\xff\x0f", 5), std::string(1, '\x12')}) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + milliseconds(5000));
+    grpc::Slice slice(garbage);
+    grpc::ByteBuffer request(&slice, 1), reply;
+    std::mutex mutex;
+    std::condition_variable done;
+    bool finished = false;
+    grpc::Status status;
+    generic.UnaryCall(&context, "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit",
+                      grpc::StubOptions(), &request, &reply, [&](grpc::Status s) {
+                        const std::lock_guard lock(mutex);
+                        status = std::move(s);
+                        finished = true;
+                        done.notify_one();
+                      });
+    std::unique_lock lock(mutex);
+    ASSERT_TRUE(done.wait_for(lock, std::chrono::seconds(5), [&] { return finished; }));
+    EXPECT_FALSE(status.ok());
+  }
+
+  // The JSON form: malformed bodies are 400.
+  for (const char* body : {"", "{", "[]", "{\"domain\": 5}", "{\"nope\": 1}"}) {
+    EXPECT_EQ(
+        Fetch(rls.json(), "POST", "/json", {{"Content-Type", "application/json"}}, body).status,
+        400)
+        << body;
+  }
+  EXPECT_EQ(Fetch(rls.json(), "GET", "/json").status, 405);
+  EXPECT_EQ(Fetch(rls.json(), "POST", "/other", {}, "{}").status, 404);
+  EXPECT_EQ(Codes(rls, Request({{{"client", "still-here"}}}), 1), "+");
+}
+
+TEST_F(RlsServiceTest, JsonFormAnswers200WhenOkAnd429WhenOver) {
+  RlsProcess rls(redis_.port());
+  const std::string body =
+      R"({"domain": "edge", "descriptors": [{"entries": [{"key": "client", "value": "json"}]}],
+          "hits_addend": 2})";
+  auto first = Fetch(rls.json(), "POST", "/json", {{"Content-Type", "application/json"}}, body);
+  EXPECT_EQ(first.status, 200);
+  EXPECT_NE(first.body.find("\"overallCode\":\"OK\""), std::string::npos) << first.body;
+  EXPECT_NE(first.body.find("\"limitRemaining\":1"), std::string::npos) << first.body;
+  auto second = Fetch(rls.json(), "POST", "/json", {{"Content-Type", "application/json"}}, body);
+  EXPECT_EQ(second.status, 429);
+  EXPECT_NE(second.body.find("OVER_LIMIT"), std::string::npos);
+}
+
+TEST_F(RlsServiceTest, DeadlinesAndStoreFailures) {
+  // The store may take 2 s; the caller waits 300 ms and is told so, then the service goes on.
+  RlsProcess slow(redis_.port(), ", timeout: 2s");
+  redis_.Pause();
+  RateLimitResponse response;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(slow.Call(Request({{{"client", "late"}}}), &response, milliseconds(300)).error_code(),
+            grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(1500));
+  redis_.Resume();
+  EXPECT_EQ(Codes(slow, Request({{{"client", "on-time"}}}), 1), "+");
+
+  // With failure: error, a store that is gone is UNAVAILABLE, for Envoy's failure_mode_deny.
+  RlsProcess strict(redis_.port(), ", timeout: 100ms", "  failure: error\n");
+  redis_.Kill();
+  EXPECT_EQ(strict.Call(Request({{{"client", "a"}}}), &response).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  EXPECT_TRUE(strict.Call(Request({{{"nobody", "a"}}}), &response).ok());  // no store needed
+  // With the gateway's failure policy (open by default), it answers OK.
+  EXPECT_EQ(Codes(slow, Request({{{"client", "a"}}}), 1), "+");
+}
+
+TEST_F(RlsServiceTest, HealthReloadAndDrain) {
+  RlsProcess rls(redis_.port());
+  auto health = grpc::health::v1::Health::NewStub(rls.channel());
+  grpc::ClientContext context;
+  grpc::health::v1::HealthCheckResponse served;
+  ASSERT_TRUE(health->Check(&context, {}, &served).ok());
+  EXPECT_EQ(served.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+
+  EXPECT_EQ(rls.Ok(Request({{{"client", "r"}}})).statuses(0).current_limit().requests_per_unit(),
+            3U);
+  rls.WriteDescriptors(
+      "domain: edge\ndescriptors:\n  - key: client\n    rate_limit: {unit: hour, "
+      "requests_per_unit: "
+      "7}\n");
+  rls.process().Signal(SIGHUP);
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return rls.Ok(Request({{{"client", "r2"}}}))
+                   .statuses(0)
+                   .current_limit()
+                   .requests_per_unit() == 7;
+      },
+      milliseconds(5000)));
+  // A bad file is refused and the running descriptors stay.
+  rls.WriteDescriptors("domain: edge\nbad: field\n");
+  rls.process().Signal(SIGHUP);
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_EQ(rls.Ok(Request({{{"client", "r3"}}})).statuses(0).current_limit().requests_per_unit(),
+            7U);
+
+  const auto stop = std::chrono::steady_clock::now();
+  rls.process().Signal(SIGTERM);
+  EXPECT_EQ(rls.process().Wait(milliseconds(8000)), 0);
+  // Connected clients are given until the drain timeout to go.
+  EXPECT_LT(std::chrono::steady_clock::now() - stop, milliseconds(6000));
+}
+
+TEST(RlsCheckConfigTest, ValidatesTheDescriptorFiles) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("sluice-rls-check-" + std::to_string(FreePort()));
+  std::filesystem::create_directories(dir / "d");
+  std::ofstream(dir / "sluice.yaml") << "rls: {listen: 127.0.0.1:1, config: [d/]}\n";
+  auto check = [&](const std::string& descriptors) {
+    std::ofstream(dir / "d" / "edge.yaml") << descriptors;
+    Process process({SLUICE_BINARY, "check-config", (dir / "sluice.yaml").string()},
+                    dir.string() + "/check.log");
+    const std::optional<int> code = process.Wait(milliseconds(5000));
+    std::ifstream log(dir / "check.log");
+    return std::pair(code, std::string((std::istreambuf_iterator<char>(log)), {}));
+  };
+  auto good = check(kDescriptors);
+  EXPECT_EQ(good.first, 0) << good.second;
+  EXPECT_NE(good.second.find("1 rate limit service domains"), std::string::npos) << good.second;
+  auto bad = check("domain: edge\ndescriptors:\n  - key: k\n    rate_limit: {unit: fortnight}\n");
+  EXPECT_EQ(bad.first, 1);
+  EXPECT_NE(bad.second.find("edge.yaml:4: descriptors[0].rate_limit.unit"), std::string::npos)
+      << bad.second;
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(RlsServiceTest, NodeClientOnGrpcJs) {
+  if (std::system("command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "node and npm are not installed (scripts/bootstrap installs them)";
+  }
+  RlsProcess rls(redis_.port());
+  const std::filesystem::path work =
+      std::filesystem::temp_directory_path() / ("sluice-rls-node-" + std::to_string(rls.grpc()));
+  std::filesystem::create_directories(work);
+  for (const char* file : {"package.json", "package-lock.json", "client.js"}) {
+    std::filesystem::copy_file(std::filesystem::path(SLUICE_SOURCE_DIR) / "tests/rls/node" / file,
+                               work / file, std::filesystem::copy_options::overwrite_existing);
+  }
+  const std::string log = work.string() + ".log";
+  Process node({"sh", "-c",
+                "cd '" + work.string() +
+                    "' && npm ci --no-audit --no-fund --loglevel=error && node client.js " +
+                    std::to_string(rls.grpc()) + " '" + SLUICE_SOURCE_DIR + "/proto' node-client"},
+               log);
+  const std::optional<int> code = node.Wait(milliseconds(110'000));
+  std::ifstream output(log);
+  const std::string text((std::istreambuf_iterator<char>(output)), {});
+  EXPECT_EQ(code, 0) << text;
+  EXPECT_NE(text.find("node client: 4 checks passed"), std::string::npos) << text;
+  std::filesystem::remove_all(work);
+}
+
+}  // namespace
+}  // namespace sluice::rls
