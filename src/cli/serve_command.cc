@@ -95,6 +95,9 @@ class Service {
     // Last: /metrics reads the other servers' counts.
     admin_ = Listen(&http::Gateway::HandleAdmin, c, c.admin_listen, "admin");
     drain_timeout_ = c.drain_timeout;
+    store_timeout_ = c.store.type == config::StoreType::kRedis     ? c.store.redis.timeout
+                     : c.store.type == config::StoreType::kCluster ? c.store.cluster.timeout
+                                                                   : milliseconds(0);
     asio::post(loops_[0], [this] { WaitForSignals(); });
     loops_.Join();
     spdlog::info("stopped");
@@ -176,7 +179,11 @@ class Service {
       if (s != nullptr) s->StopAccepting();
     }
     if (rls_) rls_->BeginDrain(drain_timeout_);
-    drain_deadline_ = std::chrono::steady_clock::now() + drain_timeout_;
+    // Past the drain timeout a request is cut off, but a store call in flight is let finish (its
+    // own timeout bounds it): an RLS call whose store answer never comes would keep gRPC's
+    // shutdown waiting for ever once the loops stop.
+    drain_deadline_ =
+        std::chrono::steady_clock::now() + drain_timeout_ + store_timeout_ + milliseconds(100);
     PollDrained();
   }
 
@@ -222,6 +229,7 @@ class Service {
   std::unique_ptr<http::Server> check_;
   milliseconds drain_timeout_{10'000};
   std::chrono::steady_clock::time_point drain_deadline_;
+  milliseconds store_timeout_{0};
 };
 
 int Serve(const std::string& path) {

@@ -53,10 +53,15 @@ class Node {
     return node_.Scalar();
   }
 
+  // YAML 1.1's booleans, as envoyproxy/ratelimit's YAML library reads them.
   bool Bool() const {
     const std::string text = String();
-    if (text == "true") return true;
-    if (text == "false") return false;
+    for (const char* yes : {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"}) {
+      if (text == yes) return true;
+    }
+    for (const char* no : {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"}) {
+      if (text == no) return false;
+    }
     Fail("must be true or false");
   }
 

@@ -22,13 +22,24 @@ Result<std::string> Encoded(std::string_view part) {
   return key->substr(1);  // BucketKey("", "", v) is ":" followed by the encoded value
 }
 
+// `own_limit`, when set, is the descriptor's own limit: it counts apart from the configuration's
+// for the same entries, and apart from another own limit for them.
 Result<std::string> KeyOf(const std::string& prefix, const std::string& domain,
                           const std::vector<std::pair<std::string, std::string>>& counted,
-                          bool own_limit) {
+                          const RateLimitPolicy* own_limit) {
   Result<std::string> key = Encoded(domain);
   if (!key.ok()) return key;
-  // A descriptor's own limit counts apart from the configuration's for the same entries.
-  std::string result = prefix + (own_limit ? "rls-own:" : "rls:") + *key;
+  std::string result = prefix;
+  if (own_limit != nullptr) {
+    result.append("rls-own:")
+        .append(std::to_string(own_limit->requests_per_unit))
+        .append("/")
+        .append(std::to_string(static_cast<int>(own_limit->unit)))
+        .append(":");
+  } else {
+    result.append("rls:");
+  }
+  result.append(*key);
   for (const auto& [name, value] : counted) {
     Result<std::string> encoded_name = Encoded(name);
     Result<std::string> encoded_value = Encoded(value);
@@ -79,6 +90,7 @@ void Charge(Plan& plan, std::unordered_map<std::string, size_t>& ops_by_key,
     plan.ops.push_back(std::move(op));
   }
   planned.op = index->second;
+  planned.check_only = cost == 0;
   BucketOp& op = plan.ops[index->second];
   // More than the bucket holds is over the limit at once; the op then only looks, so that the
   // answer still says what is left.
@@ -204,8 +216,10 @@ Result<Plan> PlanRequest(const DescriptorMatcher& matcher, const RateLimitReques
       planned.over_by_cost = true;
       continue;
     }
+    const bool own =
+        OwnLimit(request.descriptors(i)).has_value() && matcher.HasDomain(request.domain());
     Result<std::string> key =
-        KeyOf(key_prefix, request.domain(), counted[i], request.descriptors(i).has_limit());
+        KeyOf(key_prefix, request.domain(), counted[i], own ? &planned.limit : nullptr);
     if (!key.ok())
       return Status::InvalidArgument("descriptors[" + std::to_string(i) +
                                      "]: " + key.status().message());
@@ -220,7 +234,9 @@ RateLimitResponse Respond(const Plan& plan, const std::vector<BucketReply>& repl
   RateLimitResponse response;
   for (const PlannedDescriptor& p : plan.descriptors) {
     const BucketReply* reply = p.op ? &replies.at(*p.op) : nullptr;
-    const bool over = p.over_by_cost || (reply != nullptr && !reply->allowed);
+    const bool over =
+        p.over_by_cost ||
+        (reply != nullptr && (!reply->allowed || (p.check_only && reply->remaining < 1)));
     SetStatus(*response.add_statuses(), p, over, reply != nullptr ? reply->remaining : 0);
   }
   SetOverall(response);

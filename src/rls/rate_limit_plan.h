@@ -28,6 +28,8 @@ struct PlannedDescriptor {
   bool shadow = false;        // never over the limit, whatever the bucket says
   std::optional<size_t> op;   // for kLimited with requests_per_unit > 0: its bucket operation
   bool over_by_cost = false;  // asks for more than the bucket can ever hold (or a zero limit)
+  // hits_addend 0: charges nothing, and is over the limit when not one request more would pass.
+  bool check_only = false;
 };
 
 struct Plan {

@@ -33,6 +33,8 @@ void Service::ShouldRateLimit(const RateLimitRequest& request, ResponseCallback 
     const ServiceOptions& options = snapshot->options;
     if (replies.ok()) {
       done(Respond(*plan, *replies, options.response_headers));
+    } else if (replies.status().code() == StatusCode::kInvalidArgument) {
+      done(replies.status());  // the request's fault, not the store's: no failure policy
     } else if (options.failure == config::RlsFailure::kError) {
       done(replies.status());
     } else {

@@ -86,6 +86,23 @@ descriptors:
   EXPECT_TRUE(config.descriptors.at(0).IsWildcard());
 }
 
+// envoyproxy/ratelimit reads YAML 1.1, whose booleans include yes/no and on/off.
+TEST(DescriptorConfigTest, ReadsYaml11Booleans) {
+  DomainConfig config = Parse(R"(
+domain: d
+descriptors:
+  - key: a
+    shadow_mode: yes
+    rate_limit: {unit: second, requests_per_unit: 1}
+  - key: b
+    shadow_mode: Off
+    rate_limit: {unlimited: True}
+)");
+  EXPECT_TRUE(config.descriptors.at(0).shadow_mode);
+  EXPECT_FALSE(config.descriptors.at(1).shadow_mode);
+  EXPECT_TRUE(config.descriptors.at(1).rate_limit->unlimited);
+}
+
 TEST(DescriptorConfigTest, AnEmptyDescriptorListIsAllowed) {
   EXPECT_TRUE(Parse("domain: d\n").descriptors.empty());
   EXPECT_TRUE(Parse("domain: d\ndescriptors:\n").descriptors.empty());

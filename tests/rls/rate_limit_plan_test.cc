@@ -88,6 +88,12 @@ TEST_F(RateLimitPlanTest, HitsAddendOfTheDescriptorOverTheRequest) {
   Plan plan = PlanOf(request);
   EXPECT_EQ(plan.ops.at(0).cost, 3);
   EXPECT_EQ(plan.ops.at(1).cost, 0);  // check only
+  // A check finds the bucket empty: over the limit, though it took nothing.
+  RateLimitResponse response = Respond(plan, {{true, 7, 0}, {true, 0, 0}}, std::nullopt);
+  EXPECT_EQ(response.statuses(0).code(), RateLimitResponse::OK);
+  EXPECT_EQ(response.statuses(1).code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(Respond(plan, {{true, 7, 0}, {true, 1, 0}}, std::nullopt).overall_code(),
+            RateLimitResponse::OK);
 }
 
 TEST_F(RateLimitPlanTest, MoreThanTheBucketHoldsIsOverWithoutCharging) {
@@ -121,7 +127,26 @@ TEST_F(RateLimitPlanTest, ADescriptorsOwnLimitCountsApart) {
   request.mutable_descriptors(0)->mutable_limit()->set_unit(envoy::type::v3::HOUR);
   Plan plan = PlanOf(request);
   EXPECT_EQ(plan.ops.at(0).limit, (Limit{42, 42, 3'600'000}));
-  EXPECT_EQ(plan.ops.at(0).key, "rl:rls-own:d:client=a");
+  EXPECT_EQ(plan.ops.at(0).key, "rl:rls-own:42/3:d:client=a");
+}
+
+// Two own limits for the same entries are two buckets: a cost that fits the larger one is not
+// charged against the smaller one's capacity.
+TEST_F(RateLimitPlanTest, TwoOwnLimitsForTheSameEntriesCountApart) {
+  RateLimitRequest request = Request({{{"client", "a"}}, {{"client", "a"}}});
+  request.mutable_descriptors(0)->mutable_limit()->set_requests_per_unit(1);
+  request.mutable_descriptors(0)->mutable_limit()->set_unit(envoy::type::v3::SECOND);
+  request.mutable_descriptors(1)->mutable_limit()->set_requests_per_unit(100);
+  request.mutable_descriptors(1)->mutable_limit()->set_unit(envoy::type::v3::SECOND);
+  request.set_hits_addend(50);
+  Plan plan = PlanOf(request);
+  ASSERT_EQ(plan.ops.size(), 2U);
+  EXPECT_NE(plan.ops[0].key, plan.ops[1].key);
+  EXPECT_TRUE(plan.descriptors[0].over_by_cost);  // more than it can ever hold: only looks
+  EXPECT_EQ(plan.ops[0].cost, 0);
+  EXPECT_FALSE(plan.descriptors[1].over_by_cost);
+  EXPECT_EQ(plan.ops[1].limit.capacity, 100);
+  EXPECT_EQ(plan.ops[1].cost, 50);
 }
 
 TEST_F(RateLimitPlanTest, MalformedRequestsAreRefused) {
