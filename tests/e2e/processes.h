@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "support/http_client.h"
 #include "support/process.h"
 #include "support/redis_server.h"
@@ -34,36 +36,66 @@ inline bool WaitUntil(const std::function<bool()>& condition, milliseconds limit
   return false;
 }
 
+// Runs `start` (which picks free ports and starts a process on them) until `ready` holds. A
+// port found free can be taken by another test's process before this one binds it; the process
+// then exits at once, and is started again on other ports.
+inline void StartOnFreePorts(const std::function<Process&()>& start,
+                             const std::function<bool()>& ready) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    Process& process = start();
+    bool exited = false;
+    const bool done = WaitUntil(
+        [&] {
+          exited = process.Wait(milliseconds(0)).has_value();
+          return exited || ready();
+        },
+        milliseconds(5000));
+    if (done && !exited) return;
+    if (!exited) break;
+  }
+  ADD_FAILURE() << "the process did not start";
+}
+
 // The demo upstream on a port of its own.
 class Upstream {
  public:
-  Upstream() : port_(FreePort()) {
-    process_ = std::make_unique<Process>(
-        std::vector<std::string>{SLUICE_BINARY, "demo-upstream", "--listen",
-                                 "127.0.0.1:" + std::to_string(port_)},
-        "/tmp/sluice-test-upstream-" + std::to_string(port_) + ".log");
-    EXPECT_TRUE(
-        WaitUntil([&] { return Fetch(port_, "GET", "/").status == 200; }, milliseconds(5000)));
+  Upstream() {
+    StartOnFreePorts(
+        [this]() -> Process& {
+          port_ = FreePort();
+          process_ = std::make_unique<Process>(
+              std::vector<std::string>{SLUICE_BINARY, "demo-upstream", "--listen",
+                                       "127.0.0.1:" + std::to_string(port_)},
+              "/tmp/sluice-test-upstream-" + std::to_string(port_) + ".log");
+          return *process_;
+        },
+        [this] { return Fetch(port_, "GET", "/").status == 200; });
   }
   uint16_t port() const { return port_; }
   void Stop() { process_.reset(); }
 
  private:
-  uint16_t port_;
+  uint16_t port_ = 0;
   std::unique_ptr<Process> process_;
 };
 
 // One `sluice serve` process with `body` as the rest of its configuration.
 class Gateway {
  public:
-  Gateway(uint16_t upstream_port, const std::string& body)
-      : proxy_(FreePort()), check_(FreePort()), admin_(FreePort()) {
-    path_ = "/tmp/sluice-test-" + std::to_string(proxy_) + ".yaml";
-    Write(upstream_port, body);
-    process_ = std::make_unique<Process>(
-        std::vector<std::string>{SLUICE_BINARY, "serve", "--config", path_},
-        "/tmp/sluice-test-" + std::to_string(proxy_) + ".log");
-    EXPECT_TRUE(WaitUntil([&] { return Healthy(admin_); }, milliseconds(5000)));
+  Gateway(uint16_t upstream_port, const std::string& body) {
+    StartOnFreePorts(
+        [&]() -> Process& {
+          proxy_ = FreePort();
+          check_ = FreePort();
+          admin_ = FreePort();
+          path_ = "/tmp/sluice-test-" + std::to_string(proxy_) + ".yaml";
+          Write(upstream_port, body);
+          process_ = std::make_unique<Process>(
+              std::vector<std::string>{SLUICE_BINARY, "serve", "--config", path_},
+              "/tmp/sluice-test-" + std::to_string(proxy_) + ".log");
+          return *process_;
+        },
+        [this] { return Healthy(admin_); });
   }
 
   // Rewrites the configuration file (for SIGHUP).
@@ -85,7 +117,7 @@ class Gateway {
   Process& process() { return *process_; }
 
  private:
-  uint16_t proxy_, check_, admin_;
+  uint16_t proxy_ = 0, check_ = 0, admin_ = 0;
   std::string path_;
   std::unique_ptr<Process> process_;
 };

@@ -57,25 +57,33 @@ descriptors:
 class RlsProcess {
  public:
   RlsProcess(uint16_t redis_port, const std::string& extra_store = "",
-             const std::string& extra_rls = "")
-      : grpc_(FreePort()), json_(FreePort()), admin_(FreePort()) {
-    dir_ = std::filesystem::temp_directory_path() / ("sluice-rls-" + std::to_string(grpc_));
-    std::filesystem::create_directories(dir_ / "descriptors");
-    WriteDescriptors(kDescriptors);
-    std::ofstream(dir_ / "sluice.yaml")
-        << "admin_listen: 127.0.0.1:" << admin_ << "\nthreads: 2\ndrain_timeout: 1s\n"
-        << "store: {type: redis, url: \"redis://127.0.0.1:" << redis_port << "/0\"" << extra_store
-        << "}\nrls:\n  listen: 127.0.0.1:" << grpc_ << "\n  json_listen: 127.0.0.1:" << json_
-        << "\n  config: [descriptors/]\n  response_headers: {}\n"
-        << extra_rls;
-    process_ =
-        std::make_unique<Process>(std::vector<std::string>{SLUICE_BINARY, "serve", "--config",
-                                                           (dir_ / "sluice.yaml").string()},
-                                  (dir_.string() + ".log"));
+             const std::string& extra_rls = "") {
+    e2e::StartOnFreePorts(
+        [&]() -> Process& {
+          grpc_ = FreePort();
+          json_ = FreePort();
+          admin_ = FreePort();
+          if (!dir_.empty()) std::filesystem::remove_all(dir_);
+          dir_ = std::filesystem::temp_directory_path() / ("sluice-rls-" + std::to_string(grpc_));
+          std::filesystem::create_directories(dir_ / "descriptors");
+          WriteDescriptors(kDescriptors);
+          std::ofstream(dir_ / "sluice.yaml")
+              << "admin_listen: 127.0.0.1:" << admin_ << "\nthreads: 2\ndrain_timeout: 1s\n"
+              << "store: {type: redis, url: \"redis://127.0.0.1:" << redis_port << "/0\""
+              << extra_store << "}\nrls:\n  listen: 127.0.0.1:" << grpc_
+              << "\n  json_listen: 127.0.0.1:" << json_
+              << "\n  config: [descriptors/]\n  response_headers: {}\n"
+              << extra_rls;
+          process_ =
+              std::make_unique<Process>(std::vector<std::string>{SLUICE_BINARY, "serve", "--config",
+                                                                 (dir_ / "sluice.yaml").string()},
+                                        (dir_.string() + ".log"));
+          return *process_;
+        },
+        [this] { return e2e::Healthy(admin_); });
     channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_),
                                    grpc::InsecureChannelCredentials());
     stub_ = RateLimitService::NewStub(channel_);
-    EXPECT_TRUE(WaitUntil([&] { return e2e::Healthy(admin_); }, milliseconds(5000)));
     EXPECT_TRUE(channel_->WaitForConnected(std::chrono::system_clock::now() + milliseconds(5000)));
   }
   ~RlsProcess() {
@@ -107,7 +115,7 @@ class RlsProcess {
   Process& process() { return *process_; }
 
  private:
-  uint16_t grpc_, json_, admin_;
+  uint16_t grpc_ = 0, json_ = 0, admin_ = 0;
   std::filesystem::path dir_;
   std::unique_ptr<Process> process_;
   std::shared_ptr<grpc::Channel> channel_;
