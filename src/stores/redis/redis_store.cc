@@ -228,10 +228,15 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     Clock::time_point deadline;
     bool finished = false;
 
+    // The callback goes once called: a finished check can linger (in the deadline queue until
+    // its timer comes) and must not keep what the callback holds alive, the caller's store
+    // among it, past a loop that has stopped.
     void Finish(Result<std::vector<BucketReply>> result) {
       if (finished) return;
       finished = true;
-      done(std::move(result));
+      StoreCallback callback = std::move(done);
+      done = nullptr;
+      callback(std::move(result));
     }
   };
   using CheckPtr = std::shared_ptr<Check>;
