@@ -37,36 +37,36 @@ RateLimitRequest BenchRequest(int descriptors) {
   return request;
 }
 
-// One call slot: issues a call, and another as each one ends, until the stop time.
-class Caller {
- public:
-  Caller(RateLimitService::Stub& stub, const RateLimitRequest& request, Clock::time_point stop,
-         std::atomic<uint64_t>& ok, std::atomic<uint64_t>& errors, std::atomic<int>& running)
-      : stub_(stub), request_(request), stop_(stop), ok_(ok), errors_(errors), running_(running) {}
+// What the call slots count, read by main once the last slot has stopped.
+struct Counts {
+  std::atomic<uint64_t> ok{0};
+  std::atomic<uint64_t> errors{0};
+  std::atomic<int> running{0};  // slots still calling
+};
+
+// One call slot: issues a call, and another as each one ends, until the stop time. Made on the
+// heap and never moved once started, since each call's callback holds `this`.
+struct Caller {
+  RateLimitService::Stub& stub;
+  const RateLimitRequest& request;
+  Clock::time_point stop;
+  Counts& counts;
+  std::unique_ptr<grpc::ClientContext> context{};  // the call in flight
+  RateLimitResponse response{};
 
   void Start() {
-    if (Clock::now() >= stop_) {
-      running_.fetch_sub(1);
+    if (Clock::now() >= stop) {
+      counts.running.fetch_sub(1);
       return;
     }
-    context_ = std::make_unique<grpc::ClientContext>();
-    context_->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    stub_.async()->ShouldRateLimit(
-        context_.get(), &request_, &response_, [this](const grpc::Status& s) {
-          (s.ok() ? ok_ : errors_).fetch_add(1, std::memory_order_relaxed);
+    context = std::make_unique<grpc::ClientContext>();
+    context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    stub.async()->ShouldRateLimit(
+        context.get(), &request, &response, [this](const grpc::Status& s) {
+          (s.ok() ? counts.ok : counts.errors).fetch_add(1, std::memory_order_relaxed);
           Start();
         });
   }
-
- private:
-  RateLimitService::Stub& stub_;
-  const RateLimitRequest& request_;
-  Clock::time_point stop_;
-  std::atomic<uint64_t>& ok_;
-  std::atomic<uint64_t>& errors_;
-  std::atomic<int>& running_;
-  std::unique_ptr<grpc::ClientContext> context_;
-  RateLimitResponse response_;
 };
 
 }  // namespace
@@ -94,23 +94,23 @@ int main(int argc, char** argv) {
     stubs.push_back(RateLimitService::NewStub(
         grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args)));
   }
-  std::atomic<uint64_t> ok{0};
-  std::atomic<uint64_t> errors{0};
-  std::atomic<int> running{concurrency};
+  Counts counts{.running = concurrency};
   const auto start = Clock::now();
   const auto stop =
       start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   std::vector<std::unique_ptr<Caller>> callers;
   callers.reserve(static_cast<size_t>(concurrency));
   for (int i = 0; i < concurrency; ++i) {
-    callers.push_back(
-        std::make_unique<Caller>(*stubs[i % channels], request, stop, ok, errors, running));
+    callers.push_back(std::make_unique<Caller>(
+        Caller{.stub = *stubs[i % channels], .request = request, .stop = stop, .counts = counts}));
   }
   for (auto& caller : callers) caller->Start();
-  while (running.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  while (counts.running.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  std::printf("%.0f\n", static_cast<double>(ok.load()) / elapsed);
-  if (errors.load() > 0)
-    std::fprintf(stderr, "%llu calls failed\n", static_cast<unsigned long long>(errors.load()));
-  return errors.load() > 0 ? 1 : 0;
+  std::printf("%.0f\n", static_cast<double>(counts.ok.load()) / elapsed);
+  if (counts.errors.load() > 0) {
+    std::fprintf(stderr, "%llu calls failed\n",
+                 static_cast<unsigned long long>(counts.errors.load()));
+  }
+  return counts.errors.load() > 0 ? 1 : 0;
 }

@@ -1,9 +1,6 @@
 #include "config/config.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
-#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
@@ -11,131 +8,12 @@
 #include <sstream>
 #include <thread>
 
-#include "config/duration.h"
+#include "config/yaml_field.h"
 
 namespace sluice::config {
 namespace {
 
-// Thrown inside the parser only, with the whole message; ParseConfig returns it as a Status.
-struct ConfigError {
-  std::string message;
-};
-
-// A YAML node and the dotted path that leads to it, so that every message names both the line
-// and the field.
-class Field {
- public:
-  Field(const YAML::Node& node, std::string path, const std::string& source)
-      : node_(node), path_(std::move(path)), source_(source) {}
-
-  [[noreturn]] void Fail(std::string_view what) const {
-    const int line = node_.Mark().line >= 0 ? node_.Mark().line + 1 : 0;
-    throw ConfigError{source_ + ":" + std::to_string(line) + ": " + path_ + ": " +
-                      std::string(what)};
-  }
-
-  bool Has(const std::string& key) const { return node_.IsMap() && node_[key]; }
-
-  Field operator[](const std::string& key) const {
-    return {node_[key], path_.empty() ? key : path_ + "." + key, source_};
-  }
-
-  // Refuses keys other than `known`, so that a misspelt field is an error, not a default.
-  void ExpectMap(std::initializer_list<std::string_view> known) const {
-    if (!node_.IsMap()) Fail("must be a mapping");
-    for (const auto& entry : node_) {
-      const auto key = entry.first.as<std::string>();
-      if (std::find(known.begin(), known.end(), key) == known.end()) {
-        Field(entry.first, path_.empty() ? key : path_ + "." + key, source_).Fail("unknown field");
-      }
-    }
-  }
-
-  std::string String() const {
-    if (!node_.IsScalar()) Fail("must be a single value");
-    return node_.Scalar();
-  }
-
-  int64_t Integer(int64_t low, int64_t high) const {
-    const std::string text = String();
-    int64_t value = 0;
-    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (error != std::errc() || end != text.data() + text.size()) Fail("must be a whole number");
-    if (value < low || value > high) {
-      Fail("must be between " + std::to_string(low) + " and " + std::to_string(high));
-    }
-    return value;
-  }
-
-  // A decimal number in (low, high].
-  double Fraction(double low, double high) const {
-    const std::string text = String();
-    double value = 0;
-    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (error != std::errc() || end != text.data() + text.size()) Fail("must be a number");
-    if (!(value > low && value <= high)) {
-      Fail("must be more than " + std::to_string(low) + " and at most " + std::to_string(high));
-    }
-    return value;
-  }
-
-  bool Bool() const {
-    const std::string text = String();
-    if (text == "true") return true;
-    if (text == "false") return false;
-    Fail("must be true or false");
-  }
-
-  std::chrono::milliseconds Duration() const {
-    return std::chrono::milliseconds(Check(ParseDurationMs(String())));
-  }
-
-  std::string OneOf(std::initializer_list<std::string_view> choices) const {
-    std::string value = String();
-    if (std::find(choices.begin(), choices.end(), value) != choices.end()) return value;
-    std::string list;
-    for (std::string_view c : choices) list += (list.empty() ? "" : " | ") + std::string(c);
-    Fail("\"" + value + "\" is not one of " + list);
-  }
-
-  template <typename T>
-  T Check(Result<T> result) const {
-    if (!result.ok()) Fail(result.status().message());
-    return std::move(result).value();
-  }
-
-  void Check(const Status& status) const {
-    if (!status.ok()) Fail(status.message());
-  }
-
-  // Calls `each` with every element of a sequence.
-  template <typename Fn>
-  void ForEach(Fn each) const {
-    if (!node_.IsSequence()) Fail("must be a list");
-    for (size_t i = 0; i < node_.size(); ++i) {
-      each(Field(node_[i], path_ + "[" + std::to_string(i) + "]", source_));
-    }
-  }
-
-  // Calls `each` with every key and value of a mapping.
-  template <typename Fn>
-  void ForEachEntry(Fn each) const {
-    if (!node_.IsMap()) Fail("must be a mapping");
-    for (const auto& entry : node_) {
-      const auto key = entry.first.as<std::string>();
-      each(key, Field(entry.second, path_ + "." + key, source_));
-    }
-  }
-
-  const std::string& path() const { return path_; }
-
- private:
-  YAML::Node node_;
-  std::string path_;
-  const std::string& source_;
-};
-
-UpstreamConfig ParseUpstream(const Field& f) {
+UpstreamConfig ParseUpstream(const YamlField& f) {
   f.ExpectMap({"address", "pool", "connect_timeout", "timeout", "max_response_bytes"});
   UpstreamConfig upstream;
   if (!f.Has("address")) f.Fail("needs an address (host:port)");
@@ -150,13 +28,13 @@ UpstreamConfig ParseUpstream(const Field& f) {
   return upstream;
 }
 
-ClusterOptions ParseCluster(const Field& f) {
+ClusterOptions ParseCluster(const YamlField& f) {
   for (const char* field : {"url"}) {
     if (f.Has(field)) f[field].Fail("a cluster store takes nodes: [host:port, ...], not a url");
   }
   if (!f.Has("nodes")) f.Fail("a cluster store needs nodes: [host:port, ...]");
   ClusterOptions cluster;
-  f["nodes"].ForEach([&](const Field& node) {
+  f["nodes"].ForEach([&](const YamlField& node) {
     cluster.seeds.push_back(node.Check(ParseHostPort(node.String())));
   });
   if (cluster.seeds.empty()) f["nodes"].Fail("needs at least one host:port");
@@ -174,7 +52,7 @@ ClusterOptions ParseCluster(const Field& f) {
   return cluster;
 }
 
-StoreConfig ParseStore(const Field& f) {
+StoreConfig ParseStore(const YamlField& f) {
   f.ExpectMap({"type", "url", "nodes", "username", "password", "mode", "timeout", "connect_timeout",
                "max_in_flight", "refresh_interval"});
   StoreConfig store;
@@ -210,7 +88,7 @@ StoreConfig ParseStore(const Field& f) {
   return store;
 }
 
-ClientConfig ParseClient(const Field& f) {
+ClientConfig ParseClient(const YamlField& f) {
   f.ExpectMap({"trusted_proxies", "forwarding_header", "api_key_header", "tenant_header"});
   ClientConfig client;
   if (f.Has("forwarding_header")) {
@@ -220,7 +98,7 @@ ClientConfig ParseClient(const Field& f) {
             : ForwardingHeader::kXForwardedFor;
   }
   if (f.Has("trusted_proxies")) {
-    f["trusted_proxies"].ForEach([&](const Field& cidr) {
+    f["trusted_proxies"].ForEach([&](const YamlField& cidr) {
       client.trusted_proxies.push_back(cidr.Check(Network::Parse(cidr.String())));
     });
   }
@@ -229,16 +107,16 @@ ClientConfig ParseClient(const Field& f) {
   return client;
 }
 
-HeaderStyles ParseHeaders(const Field& f) {
+HeaderStyles ParseHeaders(const YamlField& f) {
   HeaderStyles styles{false, false};
-  f.ForEach([&](const Field& h) {
+  f.ForEach([&](const YamlField& h) {
     (h.OneOf({"ietf", "x-ratelimit"}) == "ietf" ? styles.ietf : styles.x_ratelimit) = true;
   });
   return styles;
 }
 
 // `key:` names the attribute a rule counts by: ip, key, tenant, or header:NAME.
-std::string ParseRuleKey(const Field& f) {
+std::string ParseRuleKey(const YamlField& f) {
   std::string key = f.String();
   if (key == "ip" || key == "key" || key == "tenant" ||
       (key.starts_with("header:") && key.size() > 7)) {
@@ -247,7 +125,7 @@ std::string ParseRuleKey(const Field& f) {
   f.Fail("\"" + key + "\" is not one of ip | key | tenant | header:NAME");
 }
 
-Limit ParseLimit(const Field& f, Limit base) {
+Limit ParseLimit(const YamlField& f, Limit base) {
   if (f.Has("capacity")) base.capacity = f["capacity"].Integer(1, Limit::kMaxCapacity);
   base.tokens = f.Has("tokens") ? f["tokens"].Integer(1, Limit::kMaxCapacity) : base.capacity;
   if (f.Has("period")) base.period_ms = f["period"].Duration().count();
@@ -255,7 +133,7 @@ Limit ParseLimit(const Field& f, Limit base) {
 }
 
 // `counting`, `sync_interval` and `lease` of a rule.
-void ParseCounting(const Field& f, LocalCounting& counting) {
+void ParseCounting(const YamlField& f, LocalCounting& counting) {
   if (f.Has("counting")) {
     const std::string mode = f["counting"].OneOf({"shared", "synced", "leased"});
     counting.mode = mode == "synced"   ? Counting::kSynced
@@ -267,7 +145,7 @@ void ParseCounting(const Field& f, LocalCounting& counting) {
     counting.sync_interval_ms = f["sync_interval"].Duration().count();
   }
   if (f.Has("lease")) {
-    Field lease = f["lease"];
+    YamlField lease = f["lease"];
     if (counting.mode != Counting::kLeased) lease.Fail("needs counting: leased");
     lease.ExpectMap({"max_fraction", "ttl"});
     if (lease.Has("max_fraction"))
@@ -276,7 +154,7 @@ void ParseCounting(const Field& f, LocalCounting& counting) {
   }
 }
 
-Rule ParseRule(const Field& f) {
+Rule ParseRule(const YamlField& f) {
   f.ExpectMap({"name", "key", "bucket", "capacity", "tokens", "period", "cost", "shadow", "match",
                "overrides", "wait", "algorithm", "counting", "sync_interval", "lease"});
   for (const char* required : {"name", "key", "capacity", "period"}) {
@@ -297,22 +175,22 @@ Rule ParseRule(const Field& f) {
   }
   ParseCounting(f, rule.counting);
   if (f.Has("wait")) {
-    Field wait = f["wait"];
+    YamlField wait = f["wait"];
     wait.ExpectMap({"replicas", "timeout"});
     if (!wait.Has("replicas") || !wait.Has("timeout")) wait.Fail("needs replicas and timeout");
     rule.wait.replicas = static_cast<int>(wait["replicas"].Integer(1, 64));
     rule.wait.timeout_ms = wait["timeout"].Duration().count();
   }
   if (f.Has("match")) {
-    Field match = f["match"];
+    YamlField match = f["match"];
     match.ExpectMap({"methods", "path_prefix"});
     if (match.Has("methods")) {
-      match["methods"].ForEach([&](const Field& m) { rule.methods.push_back(m.String()); });
+      match["methods"].ForEach([&](const YamlField& m) { rule.methods.push_back(m.String()); });
     }
     if (match.Has("path_prefix")) rule.path_prefix = match["path_prefix"].String();
   }
   if (f.Has("overrides")) {
-    f["overrides"].ForEachEntry([&](const std::string& value, const Field& o) {
+    f["overrides"].ForEachEntry([&](const std::string& value, const YamlField& o) {
       o.ExpectMap({"capacity", "tokens", "period"});
       rule.overrides.emplace(value, ParseLimit(o, rule.limit));
     });
@@ -321,11 +199,11 @@ Rule ParseRule(const Field& f) {
   return rule;
 }
 
-std::vector<Rule> ParseRules(const Field& f) {
+std::vector<Rule> ParseRules(const YamlField& f) {
   std::vector<Rule> rules;
   std::set<std::string, std::less<>> names;
   std::set<std::string, std::less<>> buckets;
-  f.ForEach([&](const Field& r) {
+  f.ForEach([&](const YamlField& r) {
     Rule rule = ParseRule(r);
     if (!names.insert(rule.name).second)
       r["name"].Fail("another rule is named \"" + rule.name + "\"");
@@ -340,9 +218,9 @@ std::vector<Rule> ParseRules(const Field& f) {
 
 // WAIT holds the store connection while it waits, so a wait must end well within the store's
 // timeout; the memory store has no replicas to wait for.
-void CheckReplicaWaits(const Config& config, const Field& rules) {
+void CheckReplicaWaits(const Config& config, const YamlField& rules) {
   size_t i = 0;
-  rules.ForEach([&](const Field& rule) {
+  rules.ForEach([&](const YamlField& rule) {
     const ReplicaWait& wait = config.rules[i++].wait;
     if (wait.replicas == 0) return;
     if (config.store.type == StoreType::kMemory)
@@ -358,7 +236,7 @@ void CheckReplicaWaits(const Config& config, const Field& rules) {
 
 // Relative descriptor paths are taken from the configuration file's folder, so that the file and
 // its descriptors move together.
-RlsConfig ParseRls(const Field& f, const std::string& source, FailurePolicy failure) {
+RlsConfig ParseRls(const YamlField& f, const std::string& source, FailurePolicy failure) {
   f.ExpectMap({"listen", "json_listen", "config", "failure", "response_headers"});
   RlsConfig rls;
   rls.failure = failure == FailurePolicy::kOpen ? RlsFailure::kOpen : RlsFailure::kClosed;
@@ -370,7 +248,7 @@ RlsConfig ParseRls(const Field& f, const std::string& source, FailurePolicy fail
   if (!f.Has("config")) f.Fail("needs config: descriptor files or folders");
   const std::filesystem::path base = std::filesystem::path(source).parent_path();
   f["config"].ForEach(
-      [&](const Field& path) { rls.config.push_back((base / path.String()).string()); });
+      [&](const YamlField& path) { rls.config.push_back((base / path.String()).string()); });
   if (rls.config.empty()) f["config"].Fail("needs at least one file or folder");
   if (f.Has("failure")) {
     const std::string choice = f["failure"].OneOf({"open", "closed", "error"});
@@ -379,7 +257,7 @@ RlsConfig ParseRls(const Field& f, const std::string& source, FailurePolicy fail
                                        : RlsFailure::kError;
   }
   if (f.Has("response_headers")) {
-    const Field headers = f["response_headers"];
+    const YamlField headers = f["response_headers"];
     headers.ExpectMap({"limit", "remaining", "reset"});
     RlsHeaderNames names;
     if (headers.Has("limit")) names.limit = headers["limit"].String();
@@ -390,7 +268,7 @@ RlsConfig ParseRls(const Field& f, const std::string& source, FailurePolicy fail
   return rls;
 }
 
-Config Parse(const Field& root, const std::string& source) {
+Config Parse(const YamlField& root, const std::string& source) {
   root.ExpectMap({"listen",           "check_listen",     "admin_listen",
                   "threads",          "upstream",         "store",
                   "failure",          "policy",           "headers",
@@ -427,7 +305,7 @@ Config Parse(const Field& root, const std::string& source) {
   if (root.Has("headers")) config.headers = ParseHeaders(root["headers"]);
   if (root.Has("client")) config.client = ParseClient(root["client"]);
   if (root.Has("tenants")) {
-    root["tenants"].ForEachEntry([&](const std::string& key, const Field& tenant) {
+    root["tenants"].ForEachEntry([&](const std::string& key, const YamlField& tenant) {
       config.tenants.emplace(key, tenant.String());
     });
   }
@@ -442,7 +320,7 @@ Config Parse(const Field& root, const std::string& source) {
   if (root.Has("header_timeout")) config.header_timeout = root["header_timeout"].Duration();
   if (root.Has("drain_timeout")) config.drain_timeout = root["drain_timeout"].Duration();
   if (root.Has("over_limit_cache")) {
-    Field cache = root["over_limit_cache"];
+    YamlField cache = root["over_limit_cache"];
     cache.ExpectMap({"max_keys"});
     config.over_limit_cache_keys =
         cache.Has("max_keys") ? static_cast<size_t>(cache["max_keys"].Integer(1, 100'000'000))
@@ -507,16 +385,8 @@ LimiterOptions LimiterOptionsOf(const Config& config) {
 
 Result<Config> ParseConfig(std::string_view yaml, std::string_view source) {
   const std::string name(source);
-  try {
-    YAML::Node root = YAML::Load(std::string(yaml));
-    if (!root.IsDefined() || root.IsNull())
-      return Status::InvalidArgument(name + ": the file is empty");
-    return Parse(Field(root, "", name), name);
-  } catch (const ConfigError& e) {
-    return Status::InvalidArgument(e.message);
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(name + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
+  return ReadYamlDocument<Config>(yaml, name, EmptyPath::kEmptyField,
+                                  [&](const YamlField& root) { return Parse(root, name); });
 }
 
 Result<Config> LoadConfig(const std::string& path) {

@@ -1,98 +1,64 @@
 #include "rls/descriptor_config.h"
 
 #include <fmt/core.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <utility>
 
+#include "config/yaml_field.h"
+
 namespace sluice::rls {
 namespace {
 
-// Thrown inside the parser only; ParseDomainConfig returns it as a Status.
-struct ParseError {
-  std::string message;
-};
+using config::EmptyPath;
+using config::ReadYamlDocument;
+using config::YamlError;
+using config::YamlField;
 
-// A YAML node with the dotted path that leads to it, so that a message names line and field.
-class Node {
- public:
-  Node(const YAML::Node& node, std::string path, const std::string& source)
-      : node_(node), path_(std::move(path)), source_(source) {}
+// The mapping's fields by name. Refuses names not in `known`, and names given twice (yaml-cpp
+// keeps both, and a later one silently winning would hide a mistake).
+std::map<std::string, YamlField> Fields(const YamlField& node,
+                                        std::initializer_list<std::string_view> known) {
+  std::map<std::string, YamlField> fields;
+  node.ForEachEntry(known, [&](const std::string& name, const YamlField& field) {
+    if (!fields.emplace(name, field).second) field.Fail("given twice");
+  });
+  return fields;
+}
 
-  [[noreturn]] void Fail(std::string_view what) const {
-    const int line = node_.Mark().line >= 0 ? node_.Mark().line + 1 : 0;
-    throw ParseError{source_ + ":" + std::to_string(line) + ": " +
-                     (path_.empty() ? "" : path_ + ": ") + std::string(what)};
+// YAML 1.1's booleans, as envoyproxy/ratelimit's YAML library reads them.
+bool Yaml11Bool(const YamlField& field) {
+  const std::string text = field.String();
+  for (const char* yes : {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"}) {
+    if (text == yes) return true;
   }
-
-  // The mapping's fields by name. Refuses names not in `known`, and names given twice (yaml-cpp
-  // keeps both, and a later one silently winning would hide a mistake).
-  std::map<std::string, Node> Fields(std::initializer_list<std::string_view> known) const {
-    if (!node_.IsMap()) Fail("must be a mapping");
-    std::map<std::string, Node> fields;
-    for (const auto& entry : node_) {
-      const auto name = entry.first.as<std::string>();
-      const Node field(entry.second, path_.empty() ? name : path_ + "." + name, source_);
-      if (std::find(known.begin(), known.end(), name) == known.end()) {
-        Node(entry.first, field.path_, source_).Fail("unknown field");
-      }
-      if (!fields.emplace(name, field).second) field.Fail("given twice");
-    }
-    return fields;
+  for (const char* no : {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"}) {
+    if (text == no) return false;
   }
+  field.Fail("must be true or false");
+}
 
-  std::string String() const {
-    if (!node_.IsScalar()) Fail("must be a single value");
-    return node_.Scalar();
-  }
+uint32_t Uint32(const YamlField& field) {
+  const std::optional<uint32_t> value = field.Number<uint32_t>();
+  if (!value) field.Fail("must be a whole number from 0 to 4294967295");
+  return *value;
+}
 
-  // YAML 1.1's booleans, as envoyproxy/ratelimit's YAML library reads them.
-  bool Bool() const {
-    const std::string text = String();
-    for (const char* yes : {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"}) {
-      if (text == yes) return true;
-    }
-    for (const char* no : {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"}) {
-      if (text == no) return false;
-    }
-    Fail("must be true or false");
-  }
+// The elements of a sequence; a null node (`descriptors:` with nothing after it) is empty.
+std::vector<YamlField> Elements(const YamlField& list) {
+  std::vector<YamlField> elements;
+  if (list.node().IsNull()) return elements;
+  list.ForEach([&](const YamlField& element) { elements.push_back(element); });
+  return elements;
+}
 
-  uint32_t Uint32() const {
-    const std::string text = String();
-    uint32_t value = 0;
-    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (error != std::errc() || end != text.data() + text.size()) {
-      Fail("must be a whole number from 0 to 4294967295");
-    }
-    return value;
-  }
-
-  // The elements of a sequence; a null node (`descriptors:` with nothing after it) is empty.
-  std::vector<Node> Elements() const {
-    if (node_.IsNull()) return {};
-    if (!node_.IsSequence()) Fail("must be a list");
-    std::vector<Node> elements;
-    for (size_t i = 0; i < node_.size(); ++i) {
-      elements.emplace_back(node_[i], path_ + "[" + std::to_string(i) + "]", source_);
-    }
-    return elements;
-  }
-
- private:
-  YAML::Node node_;
-  std::string path_;
-  const std::string& source_;
-};
-
-Unit ParseUnit(const Node& node) {
+Unit ParseUnit(const YamlField& node) {
   std::string name = node.String();
   std::transform(name.begin(), name.end(), name.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -107,11 +73,11 @@ Unit ParseUnit(const Node& node) {
             "month | year");
 }
 
-RateLimitPolicy ParseRateLimit(const Node& node) {
-  auto fields = node.Fields(
-      {"unit", "requests_per_unit", "unlimited", "name", "replaces", "quota_mode", "metadata"});
+RateLimitPolicy ParseRateLimit(const YamlField& node) {
+  auto fields = Fields(node, {"unit", "requests_per_unit", "unlimited", "name", "replaces",
+                              "quota_mode", "metadata"});
   RateLimitPolicy policy;
-  if (fields.contains("unlimited")) policy.unlimited = fields.at("unlimited").Bool();
+  if (fields.contains("unlimited")) policy.unlimited = Yaml11Bool(fields.at("unlimited"));
   if (policy.unlimited && fields.contains("unit"))
     fields.at("unit").Fail("not allowed when unlimited");
   if (!policy.unlimited) {
@@ -119,12 +85,12 @@ RateLimitPolicy ParseRateLimit(const Node& node) {
     policy.unit = ParseUnit(fields.at("unit"));
   }
   if (fields.contains("requests_per_unit")) {
-    policy.requests_per_unit = fields.at("requests_per_unit").Uint32();
+    policy.requests_per_unit = Uint32(fields.at("requests_per_unit"));
   }
   if (fields.contains("name")) policy.name = fields.at("name").String();
   if (fields.contains("replaces")) {
-    for (const Node& replaced : fields.at("replaces").Elements()) {
-      auto replaced_fields = replaced.Fields({"name"});
+    for (const YamlField& replaced : Elements(fields.at("replaces"))) {
+      auto replaced_fields = Fields(replaced, {"name"});
       if (!replaced_fields.contains("name")) replaced.Fail("needs a name");
       policy.replaces.push_back(replaced_fields.at("name").String());
     }
@@ -132,24 +98,24 @@ RateLimitPolicy ParseRateLimit(const Node& node) {
   return policy;
 }
 
-std::vector<DescriptorNode> ParseDescriptors(const Node& list);
+std::vector<DescriptorNode> ParseDescriptors(const YamlField& list);
 
-DescriptorNode ParseDescriptor(const Node& node) {
+DescriptorNode ParseDescriptor(const YamlField& node) {
   auto fields =
-      node.Fields({"key", "value", "rate_limit", "descriptors", "shadow_mode", "detailed_metric",
-                   "value_to_metric", "share_threshold", "quota_mode", "metadata"});
+      Fields(node, {"key", "value", "rate_limit", "descriptors", "shadow_mode", "detailed_metric",
+                    "value_to_metric", "share_threshold", "quota_mode", "metadata"});
   DescriptorNode descriptor;
   if (fields.contains("key")) descriptor.key = fields.at("key").String();
   if (descriptor.key.empty()) node.Fail("needs a key");
   if (fields.contains("value")) descriptor.value = fields.at("value").String();
   if (fields.contains("rate_limit"))
     descriptor.rate_limit = ParseRateLimit(fields.at("rate_limit"));
-  if (fields.contains("shadow_mode")) descriptor.shadow_mode = fields.at("shadow_mode").Bool();
+  if (fields.contains("shadow_mode")) descriptor.shadow_mode = Yaml11Bool(fields.at("shadow_mode"));
   if (fields.contains("share_threshold")) {
-    descriptor.share_threshold = fields.at("share_threshold").Bool();
+    descriptor.share_threshold = Yaml11Bool(fields.at("share_threshold"));
   }
   for (const char* ignored : {"detailed_metric", "value_to_metric"}) {
-    if (fields.contains(ignored)) fields.at(ignored).Bool();
+    if (fields.contains(ignored)) Yaml11Bool(fields.at(ignored));
   }
   if (fields.contains("descriptors")) {
     descriptor.descriptors = ParseDescriptors(fields.at("descriptors"));
@@ -157,10 +123,10 @@ DescriptorNode ParseDescriptor(const Node& node) {
   return descriptor;
 }
 
-std::vector<DescriptorNode> ParseDescriptors(const Node& list) {
+std::vector<DescriptorNode> ParseDescriptors(const YamlField& list) {
   std::vector<DescriptorNode> descriptors;
   std::set<std::pair<std::string, std::string>> seen;
-  for (const Node& element : list.Elements()) {
+  for (const YamlField& element : Elements(list)) {
     DescriptorNode descriptor = ParseDescriptor(element);
     if (!seen.emplace(descriptor.key, descriptor.value).second) {
       element.Fail("duplicate descriptor: key \"" + descriptor.key + "\" value \"" +
@@ -188,17 +154,16 @@ void CheckReplaces(const std::vector<DescriptorNode>& nodes, const std::set<std:
       for (const std::string& replaced : node.rate_limit->replaces) {
         const std::string where = fmt::format(R"({}: descriptor "{}": rate_limit.replaces: "{}" )",
                                               source, node.key, replaced);
-        if (replaced == node.rate_limit->name) throw ParseError{where + "is the limit itself"};
-        if (!names.contains(replaced))
-          throw ParseError{where + "names no rate limit of the domain"};
+        if (replaced == node.rate_limit->name) throw YamlError{where + "is the limit itself"};
+        if (!names.contains(replaced)) throw YamlError{where + "names no rate limit of the domain"};
       }
     }
     CheckReplaces(node.descriptors, names, source);
   }
 }
 
-DomainConfig Parse(const Node& root, const std::string& source) {
-  auto fields = root.Fields({"domain", "descriptors"});
+DomainConfig Parse(const YamlField& root, const std::string& source) {
+  auto fields = Fields(root, {"domain", "descriptors"});
   DomainConfig config;
   config.source = source;
   if (fields.contains("domain")) config.domain = fields.at("domain").String();
@@ -260,17 +225,8 @@ int64_t UnitMs(Unit unit) {
 
 Result<DomainConfig> ParseDomainConfig(std::string_view yaml, std::string_view source) {
   const std::string name(source);
-  try {
-    YAML::Node root = YAML::Load(std::string(yaml));
-    if (!root.IsDefined() || root.IsNull()) {
-      return Status::InvalidArgument(name + ": the file is empty");
-    }
-    return Parse(Node(root, "", name), name);
-  } catch (const ParseError& e) {
-    return Status::InvalidArgument(e.message);
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(name + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
+  return ReadYamlDocument<DomainConfig>(yaml, name, EmptyPath::kNoField,
+                                        [&](const YamlField& root) { return Parse(root, name); });
 }
 
 Result<std::vector<DomainConfig>> LoadDomainConfigs(const std::vector<std::string>& paths) {

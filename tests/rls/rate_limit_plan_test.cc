@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "rls/rate_limit_requests.h"
+
 namespace sluice::rls {
 namespace {
 
@@ -38,19 +40,9 @@ class RateLimitPlanTest : public ::testing::Test {
     matcher_ = std::make_unique<DescriptorMatcher>(std::move(domains));
   }
 
-  static RateLimitRequest Request(std::vector<std::vector<std::pair<std::string, std::string>>> ds,
+  static RateLimitRequest Request(const std::vector<DescriptorEntries>& descriptors,
                                   std::string domain = "d") {
-    RateLimitRequest request;
-    request.set_domain(std::move(domain));
-    for (const auto& d : ds) {
-      auto* descriptor = request.add_descriptors();
-      for (const auto& [k, v] : d) {
-        auto* entry = descriptor->add_entries();
-        entry->set_key(k);
-        entry->set_value(v);
-      }
-    }
-    return request;
+    return RequestOf(std::move(domain), descriptors);
   }
 
   Plan PlanOf(const RateLimitRequest& request) const {

@@ -15,6 +15,7 @@
 #include "e2e/processes.h"
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "rls/rate_limit_requests.h"
 
 namespace sluice::rls {
 namespace {
@@ -124,20 +125,9 @@ class RlsProcess {
   std::unique_ptr<RateLimitService::Stub> stub_;
 };
 
-using Entries = std::vector<std::pair<std::string, std::string>>;
-
-RateLimitRequest Request(const std::vector<Entries>& descriptors, std::string domain = "edge") {
-  RateLimitRequest request;
-  request.set_domain(std::move(domain));
-  for (const Entries& entries : descriptors) {
-    auto* descriptor = request.add_descriptors();
-    for (const auto& [key, value] : entries) {
-      auto* entry = descriptor->add_entries();
-      entry->set_key(key);
-      entry->set_value(value);
-    }
-  }
-  return request;
+RateLimitRequest Request(const std::vector<DescriptorEntries>& descriptors,
+                         std::string domain = "edge") {
+  return RequestOf(std::move(domain), descriptors);
 }
 
 // The overall codes of `n` calls of `request`.
@@ -230,7 +220,7 @@ TEST_F(RlsServiceTest, MalformedRequestsAreRefusedAndNeverStopTheService) {
   EXPECT_TRUE(rls.Call(Request({{}}), &response).ok());  // no entries: matches nothing
 
   // The most descriptors a call may have go to the store in one call; one more is refused.
-  std::vector<Entries> many;
+  std::vector<DescriptorEntries> many;
   for (int i = 0; i < 1024; ++i) many.push_back({{"client", "many-" + std::to_string(i)}});
   RateLimitResponse all = rls.Ok(Request(many));
   EXPECT_EQ(all.overall_code(), RateLimitResponse::OK);
