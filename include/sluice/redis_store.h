@@ -62,12 +62,15 @@ struct RedisCall {
   bool all_or_nothing = false;
   // Fail with kDeadlineExceeded at this time if it is sooner than the store's own timeout.
   std::optional<std::chrono::steady_clock::time_point> deadline;
+  // The cluster slot of every key, on a cluster node: calls that arrive together share one
+  // script call only when their slots are the same (a node refuses a call across slots).
+  std::optional<uint16_t> slot;
 };
 
 // A Store on one Redis server, over one auto-pipelined connection, run by a thread of its own or
 // by the caller's event loop.
 // All operations of one Apply go in one script call (one EVALSHA or FCALL with a key per
-// bucket), answered in one round trip; calls from concurrent checks share socket writes. The
+// bucket), answered in one round trip; concurrent checks share script calls and socket writes. The
 // connection handshakes (AUTH, SELECT, script or function load), reconnects with backoff when it
 // drops, and reloads the script when the server has lost it, invisibly to callers. While
 // disconnected, checks fail at once with kUnavailable; while connecting, they wait up to the check
@@ -89,7 +92,9 @@ class RedisStore final : public Store {
   RedisStore& operator=(const RedisStore&) = delete;
 
   // All of `ops` of one algorithm in one script call (so their keys must share a slot on a
-  // cluster node); ops of each algorithm in a call of their own, in the same write. When an
+  // cluster node); ops of each algorithm in a call of their own, in the same write. Calls that
+  // arrive together (of one algorithm and RedisCall::slot) are one script call, each still
+  // atomic and decided in turn, so that Redis's cost per call is paid once for them all. When an
   // op asks for a replica wait, the write that carries the call ends with one WAIT (for the most
   // replicas and the longest timeout its calls ask), and `done` runs after its answer. WAIT
   // holds the connection while it waits: keep its timeout well under the store's.
@@ -116,6 +121,8 @@ class RedisStore final : public Store {
 std::string_view TokenBucketScript();
 std::string_view GcraScript();
 std::string_view FixedWindowScript();
+// The script of `algorithm`: one of the three above.
+std::string_view BucketScript(Algorithm algorithm);
 
 // The Redis 7 function library ("sluice") that registers the scripts as functions,
 // sluice_token_bucket, sluice_gcra and sluice_fixed_window.

@@ -387,8 +387,134 @@ TEST(RedisPipelineTest, ConcurrentChecksShareSocketWrites) {
   }
   while (done.load() < kChecks) std::this_thread::sleep_for(milliseconds(1));
   const RedisStoreStats after = store->Stats();
-  EXPECT_EQ(after.commands - before.commands, static_cast<uint64_t>(kChecks));  // 3 rules each
-  EXPECT_LT(after.writes - before.writes, kChecks / 4u);
+  // Checks that arrive together are one script call, and calls share writes.
+  EXPECT_LT(after.commands - before.commands, kChecks / 4u);
+  EXPECT_LE(after.writes - before.writes, after.commands - before.commands);
+}
+
+// --- Several checks in one script call ------------------------------------------------------
+
+// A call of three checks, each one op, in the layout the store writes: keys, four numbers an op,
+// the checks' codes apart by spaces.
+std::vector<std::string> CallOfChecks(const std::string& sha, const std::vector<std::string>& keys,
+                                      const Limit& limit, const std::string& codes) {
+  std::vector<std::string> command = {"EVALSHA", sha, std::to_string(keys.size())};
+  command.insert(command.end(), keys.begin(), keys.end());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    for (int64_t n : {limit.capacity, limit.tokens, limit.period_ms, int64_t{1}}) {
+      command.push_back(std::to_string(n));
+    }
+  }
+  command.push_back(codes);
+  return command;
+}
+
+class RedisCallOfChecksTest : public ::testing::TestWithParam<Algorithm> {
+ protected:
+  std::string_view Script() const { return BucketScript(GetParam()); }
+};
+
+// Checks on one bucket in one call are decided in turn, as separate calls would be, and the
+// bucket is left as separate calls leave it.
+TEST_P(RedisCallOfChecksTest, ChecksOnOneBucketAreDecidedInTurn) {
+  RedisServer server;
+  auto client = server.Client();
+  const std::string sha = client->String({"SCRIPT", "LOAD", std::string(Script())});
+  const Limit two_per_hour{2, 2, 3'600'000};
+  testing::ReplyPtr together =
+      client->Command(CallOfChecks(sha, {"one", "one", "other", "one"}, two_per_hour, "0 0 0 0"));
+  ASSERT_EQ(together->type, REDIS_REPLY_ARRAY);
+  ASSERT_EQ(together->elements, 12u);
+  const std::vector<std::pair<long long, long long>> expected = {{1, 1}, {1, 0}, {1, 1}, {0, 0}};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    SCOPED_TRACE("op " + std::to_string(i));
+    EXPECT_EQ(together->element[3 * i]->integer, expected[i].first);       // allowed
+    EXPECT_EQ(together->element[3 * i + 1]->integer, expected[i].second);  // left
+  }
+  EXPECT_GT(together->element[11]->integer, 0);  // the rejected one's retry_ms
+  // What the call stored is what separate calls store: the next check finds both spent.
+  for (int i = 0; i < 3; ++i) client->Command(CallOfChecks(sha, {"alone"}, two_per_hour, "0"));
+  for (const std::string key : {"one", "alone"}) {
+    SCOPED_TRACE(key);
+    testing::ReplyPtr next = client->Command(CallOfChecks(sha, {key}, two_per_hour, "0"));
+    EXPECT_EQ(next->element[0]->integer, 0);
+    EXPECT_EQ(next->element[1]->integer, 0);
+    EXPECT_GT(client->Integer({"PTTL", key}), 0);
+  }
+}
+
+// An all-or-nothing check that one bucket rejects charges none of its buckets, and the checks
+// after it in the call see them untouched.
+TEST_P(RedisCallOfChecksTest, ARejectedAllOrNothingCheckLeavesItsBucketsToTheNext) {
+  RedisServer server;
+  auto client = server.Client();
+  const std::string sha = client->String({"SCRIPT", "LOAD", std::string(Script())});
+  const Limit one_per_hour{1, 1, 3'600'000};
+  client->Command(CallOfChecks(sha, {"spent"}, one_per_hour, "0"));
+  testing::ReplyPtr reply = client->Command(
+      CallOfChecks(sha, {"spent", "spent", "free", "free"}, one_per_hour, "0 11 0"));
+  ASSERT_EQ(reply->type, REDIS_REPLY_ARRAY);
+  ASSERT_EQ(reply->elements, 12u);
+  EXPECT_EQ(reply->element[0]->integer, 0);  // spent
+  EXPECT_EQ(reply->element[3]->integer, 0);  // the all-or-nothing check: spent rejects ...
+  EXPECT_EQ(reply->element[6]->integer, 1);  // ... free would allow ...
+  EXPECT_EQ(reply->element[7]->integer, 1);  // ... and keeps its token ...
+  EXPECT_EQ(reply->element[9]->integer, 1);  // ... for the check after it
+  EXPECT_EQ(reply->element[10]->integer, 0);
+}
+
+// A key holding something else fails only the checks that name it.
+TEST_P(RedisCallOfChecksTest, ABucketOfTheWrongTypeFailsOnlyItsCheck) {
+  RedisServer server;
+  auto client = server.Client();
+  const std::string sha = client->String({"SCRIPT", "LOAD", std::string(Script())});
+  client->Command({"RPUSH", "list", "x"});
+  testing::ReplyPtr reply =
+      client->Command(CallOfChecks(sha, {"fine", "list", "fine"}, kHundredPerHour, "0 0 0"));
+  ASSERT_EQ(reply->type, REDIS_REPLY_ARRAY);
+  ASSERT_EQ(reply->elements, 9u);
+  EXPECT_EQ(reply->element[0]->integer, 1);
+  for (size_t i = 3; i < 6; ++i) {
+    ASSERT_EQ(reply->element[i]->type, REDIS_REPLY_ERROR);
+    EXPECT_TRUE(std::string(reply->element[i]->str).starts_with("WRONGTYPE"));
+  }
+  EXPECT_EQ(reply->element[6]->integer, 1);
+  EXPECT_EQ(reply->element[7]->integer, 98);
+  EXPECT_EQ(client->Command({"LLEN", "list"})->integer, 1);  // untouched
+  // Codes that do not cover the keys are refused, and nothing is written.
+  testing::ReplyPtr wrong = client->Command(CallOfChecks(sha, {"new"}, kHundredPerHour, "0 0"));
+  EXPECT_EQ(wrong->type, REDIS_REPLY_ERROR);
+  EXPECT_EQ(client->Integer({"EXISTS", "new"}), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, RedisCallOfChecksTest,
+                         ::testing::Values(Algorithm::kTokenBucket, Algorithm::kGcra,
+                                           Algorithm::kFixedWindow));
+
+// Through the store: checks on a bucket of the wrong type fail with the server's error, and the
+// checks that share their script calls are answered as usual.
+TEST(RedisPipelineTest, AWrongTypeBucketFailsOnlyTheChecksThatNameIt) {
+  RedisServer server;
+  server.Client()->Command({"RPUSH", "list", "x"});
+  auto store = Connect(server.Options());
+  constexpr int kChecks = 400;
+  std::atomic<int> done{0};
+  std::atomic<int> good_allowed{0};
+  std::atomic<int> bad_failed{0};
+  for (int i = 0; i < kChecks; ++i) {
+    const bool bad = i % 2 == 1;
+    store->Apply({{bad ? "list" : "good:" + std::to_string(i % 10), kHundredPerHour, 1}},
+                 [&, bad](Result<std::vector<BucketReply>> r) {
+                   if (bad && !r.ok() && r.status().message().starts_with("WRONGTYPE")) {
+                     bad_failed.fetch_add(1);
+                   }
+                   if (!bad && r.ok() && (*r)[0].allowed) good_allowed.fetch_add(1);
+                   done.fetch_add(1);
+                 });
+  }
+  while (done.load() < kChecks) std::this_thread::sleep_for(milliseconds(1));
+  EXPECT_EQ(good_allowed.load(), kChecks / 2);
+  EXPECT_EQ(bad_failed.load(), kChecks / 2);
 }
 
 // A server without replicas: every WAIT ends short at its timeout, the decisions stand, and the

@@ -135,8 +135,8 @@ TEST(ScriptParityTest, GcraArithmeticMatchesItsScriptOnRandomSchedules) {
 // does in the millisecond before Redis drops such a key.
 TEST(ScriptParityTest, FixedWindowArithmeticMatchesItsScriptOnRandomSchedules) {
   std::string script = WithClockFromArguments(FixedWindowScript());
-  Swap(script, "redis.call('PEXPIRETIME', KEYS[i])",
-       "tonumber(redis.call('GET', KEYS[i] .. ':end'))");
+  Swap(script, "redis.call('PEXPIRETIME', key)",
+       "tonumber(redis.call('GET', key .. ':end'))");
   Swap(script, "redis.call('SET', key, count, 'PXAT', window_end)",
        "redis.call('SET', key, count); redis.call('SET', key .. ':end', window_end)");
   struct Window {

@@ -234,7 +234,8 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
     std::vector<BucketOp> ops;
     ops.reserve(call->indices.size());
     for (size_t i : call->indices) ops.push_back(check.ops[i]);
-    node->store->Apply(std::move(ops), RedisCall{asking, check.all_or_nothing, check.deadline},
+    node->store->Apply(std::move(ops),
+                       RedisCall{asking, check.all_or_nothing, check.deadline, call->slot},
                        [self = shared_from_this(), call](Result<std::vector<BucketReply>> r) {
                          self->OnCallDone(call, std::move(r));
                        });

@@ -35,31 +35,18 @@ size_t Index(Algorithm algorithm) { return static_cast<size_t>(algorithm); }
 constexpr std::array<std::string_view, kAlgorithms.size()> kFunctionNames = {
     "sluice_token_bucket", "sluice_gcra", "sluice_fixed_window"};
 
-std::string_view ScriptOf(Algorithm algorithm) {
-  switch (algorithm) {
-    case Algorithm::kGcra:
-      return GcraScript();
-    case Algorithm::kFixedWindow:
-      return FixedWindowScript();
-    case Algorithm::kTokenBucket:
-      break;
+// One check's codes for calls.lua, one per op: 'u' takes up to the cost; in an all-or-nothing
+// check, '1' for each op whose rejection charges none; else '0'.
+void AppendCodes(std::string& codes, const std::vector<BucketOp>& ops, bool all_or_nothing) {
+  for (const BucketOp& op : ops) {
+    codes.push_back(op.up_to ? 'u' : (all_or_nothing && op.enforced) ? '1' : '0');
   }
-  return TokenBucketScript();
 }
 
-// The flags the scripts take after their numbers, one per op: 'u' takes up to the cost; in an
-// all-or-nothing call, '1' for each op whose rejection charges none. Empty when no op needs one.
-std::string Flags(const std::vector<BucketOp>& ops, bool all_or_nothing) {
-  const bool any_up_to =
-      std::any_of(ops.begin(), ops.end(), [](const BucketOp& op) { return op.up_to; });
-  if (!all_or_nothing && !any_up_to) return {};
-  std::string flags;
-  flags.reserve(ops.size());
-  for (const BucketOp& op : ops) {
-    flags.push_back(op.up_to ? 'u' : (all_or_nothing && op.enforced) ? '1' : '0');
-  }
-  return flags;
-}
+// Checks gathered in one script call share Redis's per-call cost (the call, the clock, a read
+// and a write per key however many checks take from it); the cap bounds how long one call
+// holds the server, which serves no one else meanwhile.
+constexpr size_t kMaxOpsPerCall = 128;
 // A NOSCRIPT answer is followed by a reload and a resend; twice in a row for one operation
 // means something else is wrong, and the check fails instead of looping.
 constexpr int kMaxResends = 2;
@@ -85,36 +72,47 @@ bool IsMissingCode(std::string_view error) {
   return error.starts_with("NOSCRIPT") || error.starts_with("ERR Function not found");
 }
 
-// The script's reply for `ops`: allowed (for an up_to op, the tokens it took), remaining,
-// retry_ms for each in turn.
-Result<std::vector<BucketReply>> ParseBucketReplies(const redisReply& reply,
+// One check's part of a script call's reply, from element `offset`: allowed (for an up_to op,
+// the tokens it took), remaining, retry_ms for each op in turn; or the server's error when one
+// of the check's keys could not be read.
+Result<std::vector<BucketReply>> ParseBucketReplies(const redisReply& reply, size_t offset,
                                                     const std::vector<BucketOp>& ops) {
   const size_t count = ops.size();
-  if (reply.type != REDIS_REPLY_ARRAY || reply.elements != 3 * count) {
-    return Status::StoreError("unexpected reply to the token bucket script");
-  }
-  for (size_t i = 0; i < reply.elements; ++i) {
-    if (reply.element[i]->type != REDIS_REPLY_INTEGER) {
-      return Status::StoreError("token bucket script returned a non-integer");
+  const redisReply* const* element = reply.element + offset;
+  for (size_t i = 0; i < 3 * count; ++i) {
+    if (IsError(*element[i])) return Status::StoreError(std::string(ErrorText(*element[i])));
+    if (element[i]->type != REDIS_REPLY_INTEGER) {
+      return Status::StoreError("the bucket script returned a non-integer");
     }
   }
   std::vector<BucketReply> replies(count);
   for (size_t i = 0; i < count; ++i) {
-    const long long first = reply.element[3 * i]->integer;
-    replies[i] = {ops[i].up_to ? first == ops[i].cost : first == 1,
-                  reply.element[3 * i + 1]->integer, reply.element[3 * i + 2]->integer,
-                  ops[i].up_to ? first : 0};
+    const long long first = element[3 * i]->integer;
+    replies[i] = {ops[i].up_to ? first == ops[i].cost : first == 1, element[3 * i + 1]->integer,
+                  element[3 * i + 2]->integer, ops[i].up_to ? first : 0};
   }
   return replies;
 }
 
 }  // namespace
 
+std::string_view BucketScript(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::kGcra:
+      return GcraScript();
+    case Algorithm::kFixedWindow:
+      return FixedWindowScript();
+    case Algorithm::kTokenBucket:
+      break;
+  }
+  return TokenBucketScript();
+}
+
 std::string FunctionLibrary() {
   std::string library = "#!lua name=sluice\n";
   for (Algorithm algorithm : kAlgorithms) {
     library.append("\nredis.register_function('").append(kFunctionNames[Index(algorithm)]);
-    library.append("', function(KEYS, ARGV)\n").append(ScriptOf(algorithm)).append("end)\n");
+    library.append("', function(KEYS, ARGV)\n").append(BucketScript(algorithm)).append("end)\n");
   }
   return library;
 }
@@ -180,6 +178,7 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     check->done = std::move(done);
     check->asking = call.asking;
     check->all_or_nothing = call.all_or_nothing;
+    check->slot = call.slot;
     check->algorithm = check->ops.front().algorithm;
     check->deadline = Clock::now() + options_.timeout;
     if (call.deadline) check->deadline = std::min(check->deadline, *call.deadline);
@@ -221,6 +220,7 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     StoreCallback done;
     bool asking = false;
     bool all_or_nothing = false;
+    std::optional<uint16_t> slot;                     // RedisCall::slot
     Algorithm algorithm = Algorithm::kTokenBucket;    // of every op: one script call
     ReplicaWait wait;                                 // the most any op asks for
     std::optional<std::vector<BucketReply>> replies;  // the script's, while WAIT is pending
@@ -244,8 +244,9 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   // A command written and not yet answered. Replies arrive in the order commands were written.
   struct Pending {
     enum class Kind { kHandshake, kLoad, kAsking, kBucket, kWait } kind;
-    CheckPtr check = nullptr;            // for kBucket
-    std::vector<CheckPtr> waiters = {};  // for kWait: the checks written before it asking for it
+    // kBucket: the checks of the script call, in order; kWait: the checks written before it
+    // asking for it.
+    std::vector<CheckPtr> checks = {};
     Algorithm algorithm = Algorithm::kTokenBucket;  // for kLoad: which script it loads
   };
 
@@ -299,11 +300,11 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
       } else {
         out.Write({"AUTH", options_.username, options_.password});
       }
-      pending_.push_back({Pending::Kind::kHandshake, nullptr});
+      pending_.push_back({Pending::Kind::kHandshake});
     }
     if (options_.db != 0) {
       out.Write({"SELECT", std::to_string(options_.db)});
-      pending_.push_back({Pending::Kind::kHandshake, nullptr});
+      pending_.push_back({Pending::Kind::kHandshake});
     }
     WriteLoad();
     pending_.back().kind = Pending::Kind::kHandshake;
@@ -316,12 +317,12 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     redis::RespWriter out(out_);
     if (options_.mode == ScriptMode::kEvalsha) {
       for (Algorithm algorithm : kAlgorithms) {
-        out.Write({"SCRIPT", "LOAD", ScriptOf(algorithm)});
-        pending_.push_back({Pending::Kind::kLoad, nullptr, {}, algorithm});
+        out.Write({"SCRIPT", "LOAD", BucketScript(algorithm)});
+        pending_.push_back({Pending::Kind::kLoad, {}, algorithm});
       }
     } else {
       out.Write({"FUNCTION", "LOAD", "REPLACE", function_library_});
-      pending_.push_back({Pending::Kind::kLoad, nullptr});
+      pending_.push_back({Pending::Kind::kLoad});
     }
     script_loads_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -335,7 +336,7 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     std::deque<CheckPtr> waiting = std::move(waiting_);
     waiting_.clear();
     waiting_ops_ = 0;
-    for (CheckPtr& check : waiting) Send(check);
+    for (CheckPtr& check : waiting) Gather(std::move(check));
     Flush();
   }
 
@@ -368,12 +369,17 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
 
   void FailAll(const Status& error) {
     for (Pending& p : pending_) {
-      if (p.check) p.check->Finish(error);
+      for (const CheckPtr& check : p.checks) check->Finish(error);
     }
     pending_.clear();
     for (CheckPtr& check : waiting_) check->Finish(error);
     waiting_.clear();
     waiting_ops_ = 0;
+    for (std::vector<CheckPtr>& checks : gathered_) {
+      for (const CheckPtr& check : checks) check->Finish(error);
+      checks.clear();
+    }
+    gathered_ops_ = 0;
     out_.clear();
     waiters_.clear();
     waiters_need_ = {};
@@ -425,12 +431,12 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   void Accept(CheckPtr check) {
     switch (state_) {
       case State::kReady:
-        if (ops_in_flight_ + check->ops.size() > options_.max_in_flight) {
+        if (ops_in_flight_ + gathered_ops_ + check->ops.size() > options_.max_in_flight) {
           return check->Finish(Status::ResourceExhausted(
               "more than " + std::to_string(options_.max_in_flight) + " operations in flight"));
         }
         deadlines_.push(check);
-        return Send(check);
+        return Gather(std::move(check));
       case State::kConnecting:
         if (waiting_ops_ + check->ops.size() > options_.max_in_flight) {
           return check->Finish(Status::ResourceExhausted(
@@ -446,40 +452,88 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     }
   }
 
-  // One script call for all of a check's buckets: their keys, then four numbers for each, then
-  // the flags (up-to ops, and which ops gate an all-or-nothing charge) when any is needed;
-  // ASKING before it when the check asks for it. A check whose time is up is not sent: the
-  // server would charge it and the caller would hear only the timeout.
-  void Send(const CheckPtr& check) {
-    if (check->finished) return;
-    if (Clock::now() >= check->deadline) return TimeOut(*check);
-    const std::vector<BucketOp>& ops = check->ops;
+  // Holds a check for the script call that the next write carries: one call for the checks of
+  // an algorithm (and, on a cluster node, a slot) that arrive before it. A check sent with
+  // ASKING goes alone, since ASKING admits only the command after it.
+  void Gather(CheckPtr check) {
+    if (check->asking) return Send({std::move(check)});
+    gathered_ops_ += check->ops.size();
+    gathered_[Index(check->algorithm)].push_back(std::move(check));
+  }
+
+  void SendGathered() {
+    for (std::vector<CheckPtr>& checks : gathered_) {
+      // Stable, so that a slot's checks keep their order of arrival.
+      std::stable_sort(checks.begin(), checks.end(),
+                       [](const CheckPtr& a, const CheckPtr& b) { return a->slot < b->slot; });
+      std::vector<CheckPtr> call;
+      size_t ops = 0;
+      for (CheckPtr& check : checks) {
+        if (!call.empty() &&
+            (call.front()->slot != check->slot || ops + check->ops.size() > kMaxOpsPerCall)) {
+          Send(std::exchange(call, {}));
+          ops = 0;
+        }
+        ops += check->ops.size();
+        call.push_back(std::move(check));
+      }
+      if (!call.empty()) Send(std::move(call));
+      checks.clear();
+    }
+    gathered_ops_ = 0;
+  }
+
+  // One script call for the buckets of `checks` (one algorithm; one slot): their keys, then four
+  // numbers for each, then each check's codes when any is needed; ASKING before it when the
+  // check asks for it. A check whose time is up is not sent: the server would charge it and the
+  // caller would hear only the timeout.
+  void Send(std::vector<CheckPtr> checks) {
+    std::erase_if(checks, [this](const CheckPtr& check) {
+      if (!check->finished && Clock::now() >= check->deadline) TimeOut(*check);
+      return check->finished;
+    });
+    if (checks.empty()) return;
+    size_t count = 0;
+    std::string codes;
+    for (const CheckPtr& check : checks) {
+      if (!codes.empty()) codes.push_back(' ');
+      AppendCodes(codes, check->ops, check->all_or_nothing);
+      count += check->ops.size();
+    }
+    // A lone check of plain ops needs no codes: the common call stays as short as it was.
+    const bool plain = checks.size() == 1 && codes.find_first_not_of('0') == std::string::npos;
     redis::RespWriter out(out_);
-    if (check->asking) {
+    if (checks.front()->asking) {
       out.Write({"ASKING"});
-      pending_.push_back({Pending::Kind::kAsking, nullptr});
+      pending_.push_back({Pending::Kind::kAsking});
     }
-    const std::string flags = Flags(ops, check->all_or_nothing);
-    out.Command(3 + 5 * ops.size() + (flags.empty() ? 0 : 1));
+    out.Command(3 + 5 * count + (plain ? 0 : 1));
+    const Algorithm algorithm = checks.front()->algorithm;
     if (options_.mode == ScriptMode::kEvalsha) {
-      out.Arg("EVALSHA").Arg(script_sha_[Index(check->algorithm)]);
+      out.Arg("EVALSHA").Arg(script_sha_[Index(algorithm)]);
     } else {
-      out.Arg("FCALL").Arg(kFunctionNames[Index(check->algorithm)]);
+      out.Arg("FCALL").Arg(kFunctionNames[Index(algorithm)]);
     }
-    out.Arg(static_cast<int64_t>(ops.size()));
-    for (const BucketOp& op : ops) out.Arg(op.key);
-    for (const BucketOp& op : ops) {
-      out.Arg(op.limit.capacity).Arg(op.limit.tokens).Arg(op.limit.period_ms).Arg(op.cost);
+    out.Arg(static_cast<int64_t>(count));
+    for (const CheckPtr& check : checks) {
+      for (const BucketOp& op : check->ops) out.Arg(op.key);
     }
-    if (!flags.empty()) out.Arg(flags);
-    pending_.push_back({Pending::Kind::kBucket, check});
-    ops_in_flight_ += ops.size();
+    for (const CheckPtr& check : checks) {
+      for (const BucketOp& op : check->ops) {
+        out.Arg(op.limit.capacity).Arg(op.limit.tokens).Arg(op.limit.period_ms).Arg(op.cost);
+      }
+    }
+    if (!plain) out.Arg(codes);
+    for (const CheckPtr& check : checks) {
+      ops_in_flight_ += check->ops.size();
+      if (check->wait.replicas > 0) {
+        waiters_.push_back(check);
+        waiters_need_.replicas = std::max(waiters_need_.replicas, check->wait.replicas);
+        waiters_need_.timeout_ms = std::max(waiters_need_.timeout_ms, check->wait.timeout_ms);
+      }
+    }
+    pending_.push_back({Pending::Kind::kBucket, std::move(checks)});
     commands_.fetch_add(1, std::memory_order_relaxed);
-    if (check->wait.replicas > 0) {
-      waiters_.push_back(check);
-      waiters_need_.replicas = std::max(waiters_need_.replicas, check->wait.replicas);
-      waiters_need_.timeout_ms = std::max(waiters_need_.timeout_ms, check->wait.timeout_ms);
-    }
   }
 
   // One WAIT at the end of a write covers every call before it on the connection: WAIT blocks
@@ -488,14 +542,16 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     if (waiters_.empty()) return;
     redis::RespWriter(out_).Write(
         {"WAIT", std::to_string(waiters_need_.replicas), std::to_string(waiters_need_.timeout_ms)});
-    pending_.push_back({Pending::Kind::kWait, nullptr, std::move(waiters_)});
+    pending_.push_back({Pending::Kind::kWait, std::move(waiters_)});
     waiters_.clear();
     waiters_need_ = {};
   }
 
   // Writes everything queued in one socket write; what queues meanwhile goes in the next one.
   void Flush() {
-    if (writing_ || out_.empty() || state_ == State::kBackoff || state_ == State::kStopped) return;
+    if (writing_ || state_ == State::kBackoff || state_ == State::kStopped) return;
+    SendGathered();
+    if (out_.empty()) return;
     WriteWait();
     writing_ = true;
     writing_buffer_.swap(out_);
@@ -593,46 +649,62 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void OnBucketReply(const Pending& p, const redisReply& reply) {
-    Check& check = *p.check;
-    ops_in_flight_ -= check.ops.size();
-    if (check.finished) return;
-    if (IsError(reply)) {
-      std::string_view error = ErrorText(reply);
-      if (IsMissingCode(error)) return Resend(p.check, error);
-      return check.Finish(Status::StoreError(std::string(error)));
+    size_t count = 0;
+    for (const CheckPtr& check : p.checks) {
+      ops_in_flight_ -= check->ops.size();
+      count += check->ops.size();
     }
-    Result<std::vector<BucketReply>> replies = ParseBucketReplies(reply, check.ops);
-    if (replies.ok() && check.wait.replicas > 0) {
-      check.replies = std::move(replies).value();  // answered when WAIT is
+    if (IsError(reply)) {
+      const std::string_view error = ErrorText(reply);
+      if (IsMissingCode(error)) return Resend(p.checks, error);
+      for (const CheckPtr& check : p.checks) check->Finish(Status::StoreError(std::string(error)));
       return;
     }
-    check.Finish(std::move(replies));
+    if (reply.type != REDIS_REPLY_ARRAY || reply.elements != 3 * count) {
+      for (const CheckPtr& check : p.checks) {
+        check->Finish(Status::StoreError("unexpected reply to the bucket script"));
+      }
+      return;
+    }
+    size_t offset = 0;
+    for (const CheckPtr& check : p.checks) {
+      Result<std::vector<BucketReply>> replies = ParseBucketReplies(reply, offset, check->ops);
+      offset += 3 * check->ops.size();
+      if (check->finished) continue;
+      if (replies.ok() && check->wait.replicas > 0) {
+        check->replies = std::move(replies).value();  // answered when WAIT is
+        continue;
+      }
+      check->Finish(std::move(replies));
+    }
   }
 
   // The decisions stand whatever WAIT says; a wait that ended short is only counted. A check
   // whose call got NOSCRIPT has no replies yet and is left to the WAIT behind its resent call.
   void OnWaitReply(const Pending& p, const redisReply& reply) {
     int needed = 0;
-    for (const CheckPtr& check : p.waiters) needed = std::max(needed, check->wait.replicas);
+    for (const CheckPtr& check : p.checks) needed = std::max(needed, check->wait.replicas);
     if (reply.type != REDIS_REPLY_INTEGER || reply.integer < needed) {
       short_waits_.fetch_add(1, std::memory_order_relaxed);
     }
-    for (const CheckPtr& check : p.waiters) {
+    for (const CheckPtr& check : p.checks) {
       if (!check->finished && check->replies) check->Finish(std::move(*check->replies));
     }
   }
 
-  // The server lost the script: load it again (once for all the commands that noticed), then
-  // send this check again behind the load. It never ran, so it is sent exactly once more.
-  void Resend(const CheckPtr& check, std::string_view error) {
-    if (++check->resends > kMaxResends) {
-      return check->Finish(Status::StoreError("still " + std::string(error) + " after reloading"));
-    }
+  // The server lost the script: load it again (once for all the calls that noticed), then send
+  // the call's checks again behind the load. They never ran, so each is sent exactly once more.
+  void Resend(std::vector<CheckPtr> checks, std::string_view error) {
+    std::erase_if(checks, [&error](const CheckPtr& check) {
+      if (++check->resends <= kMaxResends) return check->finished;
+      check->Finish(Status::StoreError("still " + std::string(error) + " after reloading"));
+      return true;
+    });
     if (!reload_queued_) {
       WriteLoad();
       reload_queued_ = true;
     }
-    Send(check);
+    Send(std::move(checks));
   }
 
   // --- Deadlines ----------------------------------------------------------------------------
@@ -733,6 +805,8 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   std::deque<CheckPtr> waiting_;  // submitted while connecting
   size_t waiting_ops_ = 0;        // their operations
   std::priority_queue<CheckPtr, std::vector<CheckPtr>, LaterDeadline> deadlines_;
+  std::array<std::vector<CheckPtr>, kAlgorithms.size()> gathered_;  // by algorithm, to send
+  size_t gathered_ops_ = 0;                                         // their operations
   size_t ops_in_flight_ = 0;
   bool reload_queued_ = false;
   std::vector<CheckPtr> waiters_;  // sent since the last WAIT, asking for one
