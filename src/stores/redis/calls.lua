@@ -37,23 +37,23 @@ local function apply(i, cost, up_to)
     tonumber(ARGV[a + 3]), cost, up_to, now)
 end
 
--- Keeps the i-th op's new state for its bucket, to be written after every check.
-local function charge(i, state)
+-- Keeps the i-th op's new state for its bucket, to be written after every check, and its answer.
+local function charge(i, allowed, state, left, retry_ms)
   local key = KEYS[i]
   if charged[key] == nil then written[#written + 1] = key end
   states[key], charged[key] = state, i
-end
-
-local function answer(i, allowed, left, retry_ms)
   reply[3 * i - 2], reply[3 * i - 1], reply[3 * i] = allowed, left, retry_ms
 end
 
+-- One check: ops first..last, with their codes (nil: every op plain).
 local function check(first, last, codes)
   if not load(first, last) then return end
-  if first == last and codes ~= '1' then -- one op, nothing to gate: the common check
-    local allowed, state, left, retry_ms = apply(first, tonumber(ARGV[4 * first]), codes == 'u')
-    charge(first, state)
-    return answer(first, allowed, left, retry_ms)
+  if not (codes and codes:find('1', 1, true)) then -- nothing gates: each op stands alone
+    for i = first, last do
+      local up_to = codes ~= nil and codes:sub(i - first + 1, i - first + 1) == 'u'
+      charge(i, apply(i, tonumber(ARGV[4 * i]), up_to))
+    end
+    return
   end
   local results, gate = {}, true
   for i = first, last do
@@ -64,23 +64,27 @@ local function check(first, last, codes)
   for i = first, last do
     local allowed, state, left, retry_ms = unpack(results[i])
     if gate then
-      charge(i, state)
-    else
-      left = select(3, apply(i, 0, false)) -- nothing charged: what the bucket holds
+      charge(i, allowed, state, left, retry_ms)
+    else -- nothing charged: what the bucket holds
+      reply[3 * i - 2], reply[3 * i - 1], reply[3 * i] = allowed, select(3, apply(i, 0, false)),
+        retry_ms
     end
-    answer(i, allowed, left, retry_ms)
   end
 end
 
-local checks, count = {}, 0
-for codes in string.gmatch(flags ~= '' and flags or string.rep('0', #KEYS), '%S+') do
-  checks[#checks + 1], count = codes, count + #codes
-end
-if count ~= #KEYS then return redis.error_reply('ERR the codes do not match the keys') end
-local first = 1
-for _, codes in ipairs(checks) do
-  check(first, first + #codes - 1, codes)
-  first = first + #codes
+if flags == '' then -- the common call: one check of plain ops
+  check(1, #KEYS, nil)
+else
+  local checks, count = {}, 0
+  for codes in string.gmatch(flags, '%S+') do
+    checks[#checks + 1], count = codes, count + #codes
+  end
+  if count ~= #KEYS then return redis.error_reply('ERR the codes do not match the keys') end
+  local first = 1
+  for _, codes in ipairs(checks) do
+    check(first, first + #codes - 1, codes)
+    first = first + #codes
+  end
 end
 for _, key in ipairs(written) do -- with the limit of the last op that charged it
   local a = 4 * charged[key] - 4

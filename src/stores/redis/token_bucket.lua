@@ -6,19 +6,20 @@
 -- holds, up to the cost, and answers how many; when none, retry_ms is the wait for one.
 -- token_bucket.cc mirrors this arithmetic.
 
--- The bucket as stored, or nil and the server's error when the key holds something else.
+-- The bucket as stored (tokens, ts; nil for no key), or nil and the server's error when the key
+-- holds something else.
 local function read(key)
   local stored = redis.pcall('HMGET', key, 'tokens', 'ts')
   if stored.err then return nil, stored end
-  return {tonumber(stored[1]), tonumber(stored[2])}
+  return stored
 end
 
 -- The bucket after taking `cost` (or up to it) at `now`: allowed (for up-to, the tokens taken),
 -- the new state, whole tokens left, retry_ms. Writes nothing.
 local function take(state, capacity, rate, period, cost, up_to, now)
   local per_ms = rate / period
-  local tokens = state[1] or capacity -- no key: a full bucket
-  local ts = state[2] or now
+  local tokens = tonumber(state[1]) or capacity -- no key: a full bucket
+  local ts = tonumber(state[2]) or now
   tokens = math.min(capacity, tokens + math.max(0, now - ts) * per_ms)
   local wanted = cost
   if up_to then cost = math.min(cost, math.max(0, math.floor(tokens))) end
