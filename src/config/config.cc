@@ -385,7 +385,7 @@ LimiterOptions LimiterOptionsOf(const Config& config) {
 
 Result<Config> ParseConfig(std::string_view yaml, std::string_view source) {
   const std::string name(source);
-  return ReadYamlDocument<Config>(yaml, name, EmptyPath::kEmptyField,
+  return ReadYamlDocument<Config>(yaml, name,
                                   [&](const YamlField& root) { return Parse(root, name); });
 }
 

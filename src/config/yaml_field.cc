@@ -8,14 +8,13 @@
 namespace sluice::config {
 
 Status yaml_internal::ReadYaml(std::string_view yaml, const std::string& source,
-                               EmptyPath empty_path,
                                const std::function<void(const YamlField&)>& parse) {
   try {
     const YAML::Node root = YAML::Load(std::string(yaml));
     if (!root.IsDefined() || root.IsNull()) {
       return Status::InvalidArgument(source + ": the file is empty");
     }
-    parse(YamlField(root, "", source, empty_path));
+    parse(YamlField(root, "", source));
     return Status();
   } catch (const YamlError& e) {
     return Status::InvalidArgument(e.message);
@@ -24,22 +23,21 @@ Status yaml_internal::ReadYaml(std::string_view yaml, const std::string& source,
   }
 }
 
-YamlField::YamlField(const YAML::Node& node, std::string path, const std::string& source,
-                     EmptyPath empty_path)
-    : node_(node), path_(std::move(path)), source_(source), empty_path_(empty_path) {}
+YamlField::YamlField(const YAML::Node& node, std::string path, const std::string& source)
+    : node_(node), path_(std::move(path)), source_(source) {}
 
 void YamlField::Fail(std::string_view what) const {
   // yaml-cpp has no mark for a value that is absent.
   const int line = node_.Mark().line >= 0 ? node_.Mark().line + 1 : 0;
-  const bool named = !path_.empty() || empty_path_ == EmptyPath::kEmptyField;
-  throw YamlError{source_ + ":" + std::to_string(line) + ": " + (named ? path_ + ": " : "") +
-                  std::string(what)};
+  // The document itself has no path: "sluice.yaml:1: needs an upstream".
+  throw YamlError{source_ + ":" + std::to_string(line) + ": " +
+                  (path_.empty() ? "" : path_ + ": ") + std::string(what)};
 }
 
 bool YamlField::Has(const std::string& key) const { return node_.IsMap() && node_[key]; }
 
 YamlField YamlField::operator[](const std::string& key) const {
-  return {node_[key], KeyPath(key), source_, empty_path_};
+  return {node_[key], KeyPath(key), source_};
 }
 
 std::string YamlField::KeyPath(const std::string& key) const {
@@ -69,16 +67,16 @@ void YamlField::VisitEntries(
     const auto key = entry.first.as<std::string>();
     // The key's own line: the value may sit lines below it, or be absent.
     if (known != nullptr && std::find(known->begin(), known->end(), key) == known->end()) {
-      YamlField(entry.first, KeyPath(key), source_, empty_path_).Fail("unknown field");
+      YamlField(entry.first, KeyPath(key), source_).Fail("unknown field");
     }
-    each(key, YamlField(entry.second, KeyPath(key), source_, empty_path_));
+    each(key, YamlField(entry.second, KeyPath(key), source_));
   }
 }
 
 void YamlField::ForEach(const std::function<void(const YamlField&)>& each) const {
   if (!node_.IsSequence()) Fail("must be a list");
   for (size_t i = 0; i < node_.size(); ++i) {
-    each(YamlField(node_[i], path_ + "[" + std::to_string(i) + "]", source_, empty_path_));
+    each(YamlField(node_[i], path_ + "[" + std::to_string(i) + "]", source_));
   }
 }
 

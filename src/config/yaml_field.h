@@ -28,17 +28,11 @@ struct YamlError {
   std::string message;
 };
 
-// How a message names a value whose path is empty (the document itself, or a key written ""):
-// with kEmptyField, "sluice.yaml:1: : needs an upstream", as the configuration file's messages
-// have always read; with kNoField, "edge.yaml:1: must be a mapping", as the descriptor files'
-// have. Kept apart so that neither's messages changed when the two came to share this reader.
-enum class EmptyPath { kEmptyField, kNoField };
-
 class YamlField;
 
 namespace yaml_internal {
 // ReadYamlDocument, below, with `parse` keeping what it makes.
-Status ReadYaml(std::string_view yaml, const std::string& source, EmptyPath empty_path,
+Status ReadYaml(std::string_view yaml, const std::string& source,
                 const std::function<void(const YamlField&)>& parse);
 }  // namespace yaml_internal
 
@@ -110,11 +104,10 @@ class YamlField {
   const YAML::Node& node() const { return node_; }
 
  private:
-  friend Status yaml_internal::ReadYaml(std::string_view, const std::string&, EmptyPath,
+  friend Status yaml_internal::ReadYaml(std::string_view, const std::string&,
                                         const std::function<void(const YamlField&)>&);
 
-  YamlField(const YAML::Node& node, std::string path, const std::string& source,
-            EmptyPath empty_path);
+  YamlField(const YAML::Node& node, std::string path, const std::string& source);
 
   // The path of this mapping's `key`: "key" at the top, "path.key" below it.
   std::string KeyPath(const std::string& key) const;
@@ -126,18 +119,17 @@ class YamlField {
   YAML::Node node_;
   std::string path_;
   const std::string& source_;
-  EmptyPath empty_path_;
 };
 
 // Loads `yaml` and returns what `parse` makes of the whole document. A YAML syntax error, an
 // empty document and a YamlError thrown by `parse` come back as InvalidArgument naming `source`
 // (and the line, but for an empty document).
 template <typename T>
-Result<T> ReadYamlDocument(std::string_view yaml, const std::string& source, EmptyPath empty_path,
+Result<T> ReadYamlDocument(std::string_view yaml, const std::string& source,
                            const std::function<T(const YamlField&)>& parse) {
   std::optional<T> value;
-  const Status read = yaml_internal::ReadYaml(yaml, source, empty_path,
-                                              [&](const YamlField& root) { value = parse(root); });
+  const Status read =
+      yaml_internal::ReadYaml(yaml, source, [&](const YamlField& root) { value = parse(root); });
   if (!read.ok()) return read;
   return std::move(*value);
 }

@@ -16,7 +16,6 @@
 namespace sluice::rls {
 namespace {
 
-using config::EmptyPath;
 using config::ReadYamlDocument;
 using config::YamlError;
 using config::YamlField;
@@ -225,7 +224,7 @@ int64_t UnitMs(Unit unit) {
 
 Result<DomainConfig> ParseDomainConfig(std::string_view yaml, std::string_view source) {
   const std::string name(source);
-  return ReadYamlDocument<DomainConfig>(yaml, name, EmptyPath::kNoField,
+  return ReadYamlDocument<DomainConfig>(yaml, name,
                                         [&](const YamlField& root) { return Parse(root, name); });
 }
 

@@ -152,7 +152,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadConfig{"Empty", "", "bad.yaml: the file is empty"},
         BadConfig{"NotYaml", "upstream: [unclosed", "bad.yaml:1"},
-        BadConfig{"NoUpstream", "rules: []\n", "needs an upstream"},
+        BadConfig{"NoUpstream", "rules: []\n", "bad.yaml:1: needs an upstream"},
         BadConfig{"UnknownField", "upstream: {address: a:1}\nrulez: []\n",
                   "bad.yaml:2: rulez: unknown field"},
         BadConfig{"BadListen", "listen: 8080\nupstream: {address: a:1}\nrules: []\n",
