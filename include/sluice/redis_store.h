@@ -93,8 +93,10 @@ class RedisStore final : public Store {
 
   // All of `ops` of one algorithm in one script call (so their keys must share a slot on a
   // cluster node); ops of each algorithm in a call of their own, in the same write. Calls that
-  // arrive together (of one algorithm and RedisCall::slot) are one script call, each still
-  // atomic and decided in turn, so that Redis's cost per call is paid once for them all. When an
+  // arrive together (of one algorithm and RedisCall::slot; at most 64 ops) are one script call,
+  // each still atomic and decided in turn, so that Redis's cost per call is paid once for them
+  // all; when a migrating slot answers such a call with ASK or TRYAGAIN, each check is sent
+  // again alone, so that the answer it gets is about its own keys. When an
   // op asks for a replica wait, the write that carries the call ends with one WAIT (for the most
   // replicas and the longest timeout its calls ask), and `done` runs after its answer. WAIT
   // holds the connection while it waits: keep its timeout well under the store's.

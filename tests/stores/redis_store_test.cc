@@ -487,6 +487,29 @@ TEST_P(RedisCallOfChecksTest, ABucketOfTheWrongTypeFailsOnlyItsCheck) {
   EXPECT_EQ(client->Integer({"EXISTS", "new"}), 0);
 }
 
+// A fixed window's counter holding something INCRBY cannot add to fails its checks at the read,
+// before anything is written, not the call's other checks at the write.
+TEST(RedisCallOfChecksFixedWindowTest, ACounterThatIsNoWholeNumberFailsOnlyItsCheck) {
+  RedisServer server;
+  auto client = server.Client();
+  const std::string sha = client->String({"SCRIPT", "LOAD", std::string(FixedWindowScript())});
+  const Limit ten_per_hour{10, 10, 3'600'000};
+  for (const std::string odd : {"2.5", "1e3", "x"}) {
+    SCOPED_TRACE(odd);
+    client->Command({"SET", "odd", odd});
+    testing::ReplyPtr reply =
+        client->Command(CallOfChecks(sha, {"fine", "odd", "fine"}, ten_per_hour, "0 0 0"));
+    ASSERT_EQ(reply->type, REDIS_REPLY_ARRAY);
+    ASSERT_EQ(reply->elements, 9u);
+    EXPECT_EQ(reply->element[0]->integer, 1);
+    ASSERT_EQ(reply->element[3]->type, REDIS_REPLY_ERROR);
+    EXPECT_NE(std::string(reply->element[3]->str).find("holds no whole count"), std::string::npos);
+    EXPECT_EQ(reply->element[6]->integer, 1);
+    EXPECT_EQ(client->String({"GET", "odd"}), odd);  // untouched
+  }
+  EXPECT_EQ(client->String({"GET", "fine"}), "6");
+}
+
 INSTANTIATE_TEST_SUITE_P(Algorithms, RedisCallOfChecksTest,
                          ::testing::Values(Algorithm::kTokenBucket, Algorithm::kGcra,
                                            Algorithm::kFixedWindow));
@@ -515,6 +538,7 @@ TEST(RedisPipelineTest, AWrongTypeBucketFailsOnlyTheChecksThatNameIt) {
   while (done.load() < kChecks) std::this_thread::sleep_for(milliseconds(1));
   EXPECT_EQ(good_allowed.load(), kChecks / 2);
   EXPECT_EQ(bad_failed.load(), kChecks / 2);
+  EXPECT_LT(store->Stats().commands, static_cast<uint64_t>(kChecks));  // they shared calls
 }
 
 // A server without replicas: every WAIT ends short at its timeout, the decisions stand, and the

@@ -1,14 +1,17 @@
 // The memory store's arithmetic (TakeTokens, TakeGcra, TakeFixedWindow) against the Lua scripts run
 // by a real Redis, on the same random schedules. Two calls are swapped in each script under test:
 // TIME comes from two extra arguments, so that both sides see the same milliseconds, and the expiry
-// is recorded instead of set, so that the real clock cannot expire a bucket mid-test. The
-// all-or-nothing argument is left out: the store conformance tests cover that mode.
+// is recorded instead of set, so that the real clock cannot expire a bucket mid-test. Then one
+// call of several checks against a call per check, on random calls.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "sluice/fixed_window.h"
 #include "sluice/gcra.h"
@@ -73,19 +76,34 @@ void RunRandomSchedule(const std::string& script, const std::string& key_prefix,
   }
 }
 
-// The script under test reading the clock from its last two arguments.
-std::string WithClockFromArguments(std::string_view text) {
-  std::string script(text);
+// The script of `algorithm` reading the clock from its last two arguments (the codes, when
+// given, come before them), and recording each key's expiry instead of setting it, so that the
+// real clock cannot expire a bucket mid-test: the token bucket's in its hash ("ttl"), GCRA's
+// under KEY:ttl, a fixed window's end under KEY:end.
+std::string WithClockFromArguments(Algorithm algorithm) {
+  std::string script(BucketScript(algorithm));
   Swap(script, "redis.call('TIME')", "{ARGV[#ARGV - 1], ARGV[#ARGV]}");
-  Swap(script, "local flags = ARGV[4 * #KEYS + 1] or ''", "local flags = ''");
+  Swap(script, "local flags = ARGV[4 * #KEYS + 1] or ''",
+       "local flags = #ARGV == 4 * #KEYS + 3 and ARGV[4 * #KEYS + 1] or ''");
+  switch (algorithm) {
+    case Algorithm::kTokenBucket:
+      Swap(script, "redis.call('PEXPIRE', key,", "redis.call('HSET', key, 'ttl',");
+      break;
+    case Algorithm::kGcra:
+      Swap(script, "redis.call('SET', key, tat, 'PX', ttl)",
+           "redis.call('SET', key, tat); redis.call('SET', key .. ':ttl', ttl)");
+      break;
+    case Algorithm::kFixedWindow:
+      Swap(script, "redis.call('PEXPIRETIME', key)", "tonumber(redis.call('GET', key .. ':end'))");
+      Swap(script, "redis.call('SET', key, count, 'PXAT', window_end)",
+           "redis.call('SET', key, count); redis.call('SET', key .. ':end', window_end)");
+      break;
+  }
   return script;
 }
 
-// The token bucket: the expiry is recorded in the hash instead of set, so that the real clock
-// cannot expire a bucket mid-test.
 TEST(ScriptParityTest, MemoryArithmeticMatchesTheScriptOnRandomSchedules) {
-  std::string script = WithClockFromArguments(TokenBucketScript());
-  Swap(script, "redis.call('PEXPIRE', key,", "redis.call('HSET', key, 'ttl',");
+  const std::string script = WithClockFromArguments(Algorithm::kTokenBucket);
   std::vector<std::optional<BucketState>> states(5);
   RunRandomSchedule(
       script, "parity:", 20261202,
@@ -106,11 +124,8 @@ TEST(ScriptParityTest, MemoryArithmeticMatchesTheScriptOnRandomSchedules) {
       });
 }
 
-// GCRA: the key's expiry is recorded beside it instead of set.
 TEST(ScriptParityTest, GcraArithmeticMatchesItsScriptOnRandomSchedules) {
-  std::string script = WithClockFromArguments(GcraScript());
-  Swap(script, "redis.call('SET', key, tat, 'PX', ttl)",
-       "redis.call('SET', key, tat); redis.call('SET', key .. ':ttl', ttl)");
+  const std::string script = WithClockFromArguments(Algorithm::kGcra);
   std::vector<std::optional<double>> tats(5);
   RunRandomSchedule(
       script, "gcra:", 20261203,
@@ -130,15 +145,10 @@ TEST(ScriptParityTest, GcraArithmeticMatchesItsScriptOnRandomSchedules) {
       });
 }
 
-// The fixed window: a key's expiry (its window's end) is recorded beside it instead of set, and
-// nothing expires: the script must itself count nothing from a key whose window has ended, as it
+// Nothing expires: the script must itself count nothing from a key whose window has ended, as it
 // does in the millisecond before Redis drops such a key.
 TEST(ScriptParityTest, FixedWindowArithmeticMatchesItsScriptOnRandomSchedules) {
-  std::string script = WithClockFromArguments(FixedWindowScript());
-  Swap(script, "redis.call('PEXPIRETIME', key)",
-       "tonumber(redis.call('GET', key .. ':end'))");
-  Swap(script, "redis.call('SET', key, count, 'PXAT', window_end)",
-       "redis.call('SET', key, count); redis.call('SET', key .. ':end', window_end)");
+  const std::string script = WithClockFromArguments(Algorithm::kFixedWindow);
   struct Window {
     int64_t count = 0;
     int64_t end_ms = 0;
@@ -167,6 +177,148 @@ TEST(ScriptParityTest, FixedWindowArithmeticMatchesItsScriptOnRandomSchedules) {
         windows[i] = Window{static_cast<int64_t>(expected.state.tokens), end_ms};
       });
 }
+
+// --- Several checks in one call against each check in a call of its own ----------------------
+
+struct CallCheck {
+  std::vector<size_t> buckets;  // distinct
+  std::vector<Limit> limits;
+  std::vector<int64_t> costs;
+  std::string codes;
+};
+
+// What a key holds, its recorded expiry included, as one comparable string; a key that is gone
+// leaves a recorded expiry that means nothing, and a window that has ended by `now_ms` is gone
+// (Redis drops it then; here nothing expires).
+std::string StoredAt(testing::RedisClient& client, const std::string& key, int64_t now_ms) {
+  const std::string type = client.String({"TYPE", key});
+  const std::string end = client.String({"GET", key + ":end"});
+  if (type == "none" || (!end.empty() && std::stoll(end) <= now_ms)) return "none";
+  std::string stored = type + "|";
+  testing::ReplyPtr value =
+      type == "hash" ? client.Command({"HGETALL", key}) : client.Command({"GET", key});
+  if (value->type == REDIS_REPLY_STRING) stored += value->str;
+  for (size_t i = 0; value->type == REDIS_REPLY_ARRAY && i < value->elements; ++i) {
+    stored += std::string(value->element[i]->str) + ",";
+  }
+  for (const char* suffix : {":ttl", ":end"}) {
+    testing::ReplyPtr extra = client.Command({"GET", key + suffix});
+    stored += std::string("|") + (extra->type == REDIS_REPLY_STRING ? extra->str : "");
+  }
+  return stored;
+}
+
+// "[0 +2 '1', 3 -1 '1'] ..." for a failure's message: each check's buckets, costs and codes.
+std::string Describe(const std::vector<CallCheck>& checks) {
+  std::string text;
+  for (const CallCheck& check : checks) {
+    text += "[";
+    for (size_t k = 0; k < check.buckets.size(); ++k) {
+      text += std::to_string(check.buckets[k]) + " " + std::to_string(check.costs[k]) + " '" +
+              check.codes[k] + "' ";
+    }
+    text += "] ";
+  }
+  return text;
+}
+
+std::vector<long long> Integers(const testing::ReplyPtr& reply) {
+  EXPECT_EQ(reply->type, REDIS_REPLY_ARRAY) << (reply->str ? reply->str : "");
+  std::vector<long long> values;
+  for (size_t i = 0; reply->type == REDIS_REPLY_ARRAY && i < reply->elements; ++i) {
+    values.push_back(reply->element[i]->integer);
+  }
+  return values;
+}
+
+// One call of `checks` on keys PREFIX0.., with its codes, then the clock.
+std::vector<std::string> Call(const std::string& sha, const std::string& prefix,
+                              const std::vector<CallCheck>& checks, int64_t now_ms) {
+  std::vector<std::string> keys;
+  std::vector<std::string> numbers;
+  std::string codes;
+  for (const CallCheck& check : checks) {
+    for (size_t k = 0; k < check.buckets.size(); ++k) {
+      keys.push_back(prefix + std::to_string(check.buckets[k]));
+      const Limit& limit = check.limits[k];
+      for (int64_t n : {limit.capacity, limit.tokens, limit.period_ms, check.costs[k]}) {
+        numbers.push_back(std::to_string(n));
+      }
+    }
+    codes += (codes.empty() ? "" : " ") + check.codes;
+  }
+  std::vector<std::string> command = {"EVALSHA", sha, std::to_string(keys.size())};
+  command.insert(command.end(), keys.begin(), keys.end());
+  command.insert(command.end(), numbers.begin(), numbers.end());
+  command.push_back(codes);
+  command.push_back(std::to_string(now_ms / 1000));
+  command.push_back(std::to_string(now_ms % 1000 * 1000));
+  return command;
+}
+
+// Random calls of up to six checks, with keys again in later checks of a call, refunds, up-to
+// ops (token bucket) and all-or-nothing checks, and for the buckets several limits on one key
+// (as while gateways reload a changed rule; a fixed window keeps one, its windows being the
+// limit's): one call of them all must answer and store exactly what a call per check, in the
+// same order at the same instant, does.
+class CallOfChecksParityTest : public ::testing::TestWithParam<Algorithm> {};
+
+TEST_P(CallOfChecksParityTest, OneCallOfChecksEqualsACallPerCheck) {
+  const Algorithm algorithm = GetParam();
+  testing::RedisServer server;
+  auto client = server.Client();
+  const std::string sha = client->String({"SCRIPT", "LOAD", WithClockFromArguments(algorithm)});
+  const std::vector<Limit> limits = algorithm == Algorithm::kFixedWindow
+                                        ? std::vector<Limit>{{3, 3, 1'000}, {5, 5, 700}}
+                                        : std::vector<Limit>{{3, 1, 1'000}, {5, 2, 700}};
+  constexpr size_t kBuckets = 4;
+  std::mt19937_64 rng(20261203 + static_cast<int>(algorithm));
+  auto draw = [&rng](int64_t low, int64_t high) {
+    return std::uniform_int_distribution<int64_t>(low, high)(rng);
+  };
+  int64_t now_ms = 1'764'720'000'000;
+  for (int round = 0; round < 300; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    now_ms += draw(0, 400);
+    std::vector<CallCheck> checks(static_cast<size_t>(draw(1, 6)));
+    for (CallCheck& check : checks) {
+      std::vector<size_t> buckets(kBuckets);
+      std::iota(buckets.begin(), buckets.end(), 0);
+      std::shuffle(buckets.begin(), buckets.end(), rng);
+      buckets.resize(static_cast<size_t>(draw(1, 3)));
+      const bool all_or_nothing = draw(0, 3) == 0;
+      for (size_t bucket : buckets) {
+        const Limit& limit =
+            limits[algorithm == Algorithm::kFixedWindow ? bucket % 2
+                                                        : static_cast<size_t>(draw(0, 1))];
+        const bool up_to =
+            algorithm == Algorithm::kTokenBucket && !all_or_nothing && draw(0, 3) == 0;
+        check.buckets.push_back(bucket);
+        check.limits.push_back(limit);
+        check.costs.push_back(up_to ? draw(0, limit.capacity) : draw(-1, 2));
+        check.codes.push_back(up_to ? 'u' : all_or_nothing && draw(0, 2) > 0 ? '1' : '0');
+      }
+    }
+    const std::vector<long long> together =
+        Integers(client->Command(Call(sha, "a:", checks, now_ms)));
+    std::vector<long long> apart;
+    for (const CallCheck& check : checks) {
+      const std::vector<long long> one =
+          Integers(client->Command(Call(sha, "b:", {check}, now_ms)));
+      apart.insert(apart.end(), one.begin(), one.end());
+    }
+    ASSERT_EQ(together, apart) << Describe(checks);
+    for (size_t bucket = 0; bucket < kBuckets; ++bucket) {
+      ASSERT_EQ(StoredAt(*client, "a:" + std::to_string(bucket), now_ms),
+                StoredAt(*client, "b:" + std::to_string(bucket), now_ms))
+          << "bucket " << bucket << " after " << Describe(checks);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, CallOfChecksParityTest,
+                         ::testing::Values(Algorithm::kTokenBucket, Algorithm::kGcra,
+                                           Algorithm::kFixedWindow));
 
 }  // namespace
 }  // namespace sluice

@@ -8,7 +8,7 @@
 -- call is one check of plain ops. A key is read at most once and written at most once, after
 -- every check: a later check sees what the earlier ones took.
 -- Returns allowed (for an up-to op, the tokens taken), what is left, retry_ms for each op in
--- turn; a check whose bucket cannot be read has the server's error in its three places.
+-- turn; a check whose bucket cannot be read has the error in the three places of each op.
 local t = redis.call('TIME') -- Redis's clock: one clock for every gateway
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) -- ms
 local flags = ARGV[4 * #KEYS + 1] or ''

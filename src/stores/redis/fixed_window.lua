@@ -7,11 +7,14 @@
 -- refill rate), the window in ms, and the cost (negative: a refund, never below zero).
 -- fixed_window.cc mirrors this arithmetic.
 
--- The window's count and what the key holds (both nil for no key), or nil and the server's
--- error when the key holds a hash.
+-- The window's count, what the key holds (both nil for no key) and, once counted, the window's
+-- end; or nil and an error when the key holds a hash, or a string INCRBY could not count on.
 local function read(key, now)
   local stored = redis.pcall('GET', key)
   if type(stored) == 'table' then return nil, stored end
+  if stored and not string.match(stored, '^%-?%d+$') then
+    return nil, {err = 'ERR ' .. key .. ' holds no whole count'}
+  end
   local count = tonumber(stored)
   -- Redis drops a key only once its clock has passed the expiry, so a read in the very
   -- millisecond a window ends still sees the ended window's key: it counts nothing.
@@ -25,19 +28,19 @@ local function take(state, capacity, _, period, cost, _, now)
   local before = state[1] or 0
   if before + cost <= capacity then
     local count = math.max(0, before + cost)
-    return 1, {count, state[2]}, capacity - count, 0
+    -- The window is the one its first count was made in, as separate calls would set it.
+    return 1, {count, state[2], state[3] or now - now % period + period}, capacity - count, 0
   end
   return 0, state, capacity - before, period - now % period -- the next window starts empty
 end
 
 -- INCRBY keeps the key's expiry; the window's first count sets it.
-local function write(key, state, _, _, period, now)
-  local count, stored = state[1] or 0, state[2]
+local function write(key, state)
+  local count, stored, window_end = state[1] or 0, state[2], state[3]
   if count == (stored or 0) then return end
   if count == 0 then -- refunded to nothing: no key, as before any count
     redis.call('DEL', key)
   elseif stored == nil then -- the window's first count
-    local window_end = now - now % period + period
     redis.call('SET', key, count, 'PXAT', window_end)
   else
     redis.call('INCRBY', key, count - stored)

@@ -74,6 +74,13 @@ bool IsMissingCode(std::string_view error) {
   return error.starts_with("NOSCRIPT") || error.starts_with("ERR Function not found");
 }
 
+// A cluster node answers for a call's keys together while their slot migrates: ASK when one is
+// gone from it, TRYAGAIN when some are and some are not. For a call of several checks, that
+// may be about another check's keys than this one's.
+bool IsAboutSomeKeys(std::string_view error) {
+  return error.starts_with("ASK ") || error.starts_with("TRYAGAIN");
+}
+
 // One check's part of a script call's reply, from element `offset`: allowed (for an up_to op,
 // the tokens it took), remaining, retry_ms for each op in turn; or the server's error when one
 // of the check's keys could not be read.
@@ -659,6 +666,11 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
     if (IsError(reply)) {
       const std::string_view error = ErrorText(reply);
       if (IsMissingCode(error)) return Resend(p.checks, error);
+      if (p.checks.size() > 1 && IsAboutSomeKeys(error)) {
+        // The call never ran; each check's own keys decide where it belongs.
+        for (const CheckPtr& check : p.checks) Send({check});
+        return;
+      }
       for (const CheckPtr& check : p.checks) check->Finish(Status::StoreError(std::string(error)));
       return;
     }
