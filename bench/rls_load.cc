@@ -37,6 +37,9 @@ RateLimitRequest BenchRequest(int descriptors) {
   return request;
 }
 
+// The client gRPC generates for the service (its "stub").
+using RateLimitClient = RateLimitService::Stub;
+
 // What the call slots count, read by main once the last slot has stopped.
 struct Counts {
   std::atomic<uint64_t> ok{0};
@@ -47,7 +50,7 @@ struct Counts {
 // One call slot: issues a call, and another as each one ends, until the stop time. Made on the
 // heap and never moved once started, since each call's callback holds `this`.
 struct Caller {
-  RateLimitService::Stub& stub;
+  RateLimitClient& client;
   const RateLimitRequest& request;
   Clock::time_point stop;
   Counts& counts;
@@ -61,7 +64,7 @@ struct Caller {
     }
     context = std::make_unique<grpc::ClientContext>();
     context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    stub.async()->ShouldRateLimit(
+    client.async()->ShouldRateLimit(
         context.get(), &request, &response, [this](const grpc::Status& s) {
           (s.ok() ? counts.ok : counts.errors).fetch_add(1, std::memory_order_relaxed);
           Start();
@@ -87,11 +90,11 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   const RateLimitRequest request = BenchRequest(descriptors);
-  std::vector<std::unique_ptr<RateLimitService::Stub>> stubs;
+  std::vector<std::unique_ptr<RateLimitClient>> clients;
   for (int i = 0; i < channels; ++i) {
     grpc::ChannelArguments args;
     args.SetInt("grpc.channel_id", i);  // distinct arguments: a connection each
-    stubs.push_back(RateLimitService::NewStub(
+    clients.push_back(RateLimitService::NewStub(
         grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args)));
   }
   Counts counts{.running = concurrency};
@@ -101,8 +104,8 @@ int main(int argc, char** argv) {
   std::vector<std::unique_ptr<Caller>> callers;
   callers.reserve(static_cast<size_t>(concurrency));
   for (int i = 0; i < concurrency; ++i) {
-    callers.push_back(std::make_unique<Caller>(
-        Caller{.stub = *stubs[i % channels], .request = request, .stop = stop, .counts = counts}));
+    callers.push_back(std::make_unique<Caller>(Caller{
+        .client = *clients[i % channels], .request = request, .stop = stop, .counts = counts}));
   }
   for (auto& caller : callers) caller->Start();
   while (counts.running.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));

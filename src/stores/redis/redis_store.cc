@@ -377,15 +377,13 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void FailAll(const Status& error) {
-    for (Pending& p : pending_) {
-      for (const CheckPtr& check : p.checks) check->Finish(error);
-    }
+    for (const Pending& p : pending_) FinishEach(p.checks, error);
     pending_.clear();
     for (CheckPtr& check : waiting_) check->Finish(error);
     waiting_.clear();
     waiting_ops_ = 0;
     for (std::vector<CheckPtr>& checks : gathered_) {
-      for (const CheckPtr& check : checks) check->Finish(error);
+      FinishEach(checks, error);
       checks.clear();
     }
     gathered_ops_ = 0;
@@ -472,9 +470,11 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
 
   void SendGathered() {
     for (std::vector<CheckPtr>& checks : gathered_) {
-      // Stable, so that a slot's checks keep their order of arrival.
-      std::stable_sort(checks.begin(), checks.end(),
-                       [](const CheckPtr& a, const CheckPtr& b) { return a->slot < b->slot; });
+      // On a cluster node, by slot; stable, so that a slot's checks keep their order of arrival.
+      if (checks.size() > 1 && checks.front()->slot) {
+        std::stable_sort(checks.begin(), checks.end(),
+                         [](const CheckPtr& a, const CheckPtr& b) { return a->slot < b->slot; });
+      }
       std::vector<CheckPtr> call;
       size_t ops = 0;
       for (CheckPtr& check : checks) {
@@ -497,8 +497,9 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
   // check asks for it. A check whose time is up is not sent: the server would charge it and the
   // caller would hear only the timeout.
   void Send(std::vector<CheckPtr> checks) {
-    std::erase_if(checks, [this](const CheckPtr& check) {
-      if (!check->finished && Clock::now() >= check->deadline) TimeOut(*check);
+    const auto now = Clock::now();
+    std::erase_if(checks, [this, now](const CheckPtr& check) {
+      if (!check->finished && now >= check->deadline) TimeOut(*check);
       return check->finished;
     });
     if (checks.empty()) return;
@@ -657,6 +658,10 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
                         [](const Pending& q) { return q.kind == Pending::Kind::kHandshake; });
   }
 
+  static void FinishEach(const std::vector<CheckPtr>& checks, const Status& error) {
+    for (const CheckPtr& check : checks) check->Finish(error);
+  }
+
   void OnBucketReply(const Pending& p, const redisReply& reply) {
     size_t count = 0;
     for (const CheckPtr& check : p.checks) {
@@ -671,20 +676,16 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
         for (const CheckPtr& check : p.checks) Send({check});
         return;
       }
-      for (const CheckPtr& check : p.checks) check->Finish(Status::StoreError(std::string(error)));
-      return;
+      return FinishEach(p.checks, Status::StoreError(std::string(error)));
     }
     if (reply.type != REDIS_REPLY_ARRAY || reply.elements != 3 * count) {
-      for (const CheckPtr& check : p.checks) {
-        check->Finish(Status::StoreError("unexpected reply to the bucket script"));
-      }
-      return;
+      return FinishEach(p.checks, Status::StoreError("unexpected reply to the bucket script"));
     }
     size_t offset = 0;
     for (const CheckPtr& check : p.checks) {
-      Result<std::vector<BucketReply>> replies = ParseBucketReplies(reply, offset, check->ops);
-      offset += 3 * check->ops.size();
-      if (check->finished) continue;
+      const size_t at = std::exchange(offset, offset + 3 * check->ops.size());
+      if (check->finished) continue;  // timed out while the call was on its way
+      Result<std::vector<BucketReply>> replies = ParseBucketReplies(reply, at, check->ops);
       if (replies.ok() && check->wait.replicas > 0) {
         check->replies = std::move(replies).value();  // answered when WAIT is
         continue;
