@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -16,7 +17,8 @@ struct HeaderStyles {
   bool x_ratelimit = true;  // X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset
 };
 
-using Header = std::pair<std::string, std::string>;
+// A header's name (a constant: it outlives every decision) and its value.
+using Header = std::pair<std::string_view, std::string>;
 
 // The headers for `decision`, describing its tightest verdict (`rules` are the limiter's):
 //   RateLimit-Policy: "per-key";q=100;w=60      capacity, and the period in seconds

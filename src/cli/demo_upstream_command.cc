@@ -25,13 +25,13 @@ int64_t SlowMs(std::string_view target) {
   return std::clamp<int64_t>(ms, 0, 60'000);
 }
 
-asio::awaitable<http::HttpResponse> Answer(http::HttpRequest request, asio::ip::address /*peer*/,
+http::Awaitable<http::HttpResponse> Answer(http::HttpRequest request, http::Peer /*peer*/,
                                            size_t /*loop*/) {
   const std::string target(request.target().data(), request.target().size());
   if (target.starts_with("/slow")) {
     asio::steady_timer timer(co_await asio::this_coro::executor,
                              std::chrono::milliseconds(SlowMs(target)));
-    co_await timer.async_wait(asio::use_awaitable);
+    co_await timer.async_wait(http::kUseAwaitable);
   }
   std::string body = "{\"ok\":true,\"method\":\"" + std::string(request.method_string()) +
                      "\",\"bytes\":" + std::to_string(request.body().size()) + "}\n";

@@ -18,6 +18,7 @@ std::vector<Header> RateLimitHeaders(const Decision& decision, const std::vector
                                      HeaderStyles styles) {
   std::vector<Header> headers;
   if (!decision.checked || !decision.tightest) return headers;
+  headers.reserve(6);
   const RuleVerdict& v = decision.verdicts[*decision.tightest];
   const std::string& name = rules[v.rule].name;
   const std::string reset = std::to_string(SecondsToNextToken(v));

@@ -77,11 +77,14 @@ bool Trusted(const ip::address& a, const std::vector<config::Network>& trusted) 
 
 }  // namespace
 
-std::string ClientAddress(const ip::address& peer, std::string_view forwarding,
+Peer::Peer(const ip::address& address)
+    : address(Unmapped(address)), text(this->address.to_string()) {}
+
+std::string ClientAddress(const Peer& peer, std::string_view forwarding,
                           config::ForwardingHeader header,
                           const std::vector<config::Network>& trusted_proxies) {
-  ip::address client = Unmapped(peer);
-  if (!Trusted(client, trusted_proxies) || Trim(forwarding).empty()) return client.to_string();
+  if (!Trusted(peer.address, trusted_proxies) || Trim(forwarding).empty()) return peer.text;
+  ip::address client = peer.address;
   std::vector<std::string> hops;
   if (header == config::ForwardingHeader::kForwarded) {
     hops = ForwardedFor(forwarding);

@@ -29,7 +29,7 @@ HttpResponse JsonError(bhttp::status status, const std::string& message) {
 void AddHeaders(HttpResponse& response, const Decision& decision, const Snapshot& snapshot) {
   for (const auto& [name, value] :
        RateLimitHeaders(decision, snapshot.rules(), snapshot.config.headers)) {
-    response.set(name, value);
+    response.set(beast::string_view(name.data(), name.size()), value);
   }
 }
 
@@ -180,18 +180,16 @@ void Gateway::SetGauges(std::function<std::vector<std::pair<std::string, double>
   gauges_ = std::move(gauges);
 }
 
-asio::awaitable<Decision> Gateway::Decide(const Snapshot& snapshot, const Request& request,
-                                          size_t loop) {
+Awaitable<Decision> Gateway::Decide(const Snapshot& snapshot, const Request& request, size_t loop) {
   const auto start = Clock::now();
-  Decision decision = co_await snapshot.limiters[loop]->AsyncCheck(request, asio::use_awaitable);
+  Decision decision = co_await snapshot.limiters[loop]->AsyncCheck(request, kUseAwaitable);
   metrics_.RecordDecision(decision, snapshot.rule_counters,
                           std::chrono::duration<double>(Clock::now() - start).count());
   if (decision.shadow_rejections > 0) LogShadowRejections(decision, snapshot.rules());
   co_return decision;
 }
 
-asio::awaitable<HttpResponse> Gateway::HandleCheck(HttpRequest request, asio::ip::address peer,
-                                                   size_t loop) {
+Awaitable<HttpResponse> Gateway::HandleCheck(HttpRequest request, Peer peer, size_t loop) {
   const std::string_view target(request.target().data(), request.target().size());
   if (target == "/v1/check") {
     if (request.method() != bhttp::verb::post) {
@@ -205,7 +203,7 @@ asio::awaitable<HttpResponse> Gateway::HandleCheck(HttpRequest request, asio::ip
   co_return JsonError(bhttp::status::not_found, "no such endpoint; try POST /v1/check");
 }
 
-asio::awaitable<HttpResponse> Gateway::CheckJson(const HttpRequest& request, size_t loop) {
+Awaitable<HttpResponse> Gateway::CheckJson(const HttpRequest& request, size_t loop) {
   std::shared_ptr<const Snapshot> snapshot = Current();
   Result<Request> parsed = ParseCheckBody(request.body());
   if (!parsed.ok()) co_return JsonError(bhttp::status::bad_request, parsed.status().message());
@@ -220,9 +218,8 @@ asio::awaitable<HttpResponse> Gateway::CheckJson(const HttpRequest& request, siz
   co_return response;
 }
 
-Request Gateway::Attributes(const Snapshot& snapshot, const HttpRequest& request,
-                            const asio::ip::address& peer, std::string_view method,
-                            std::string_view path) {
+Request Gateway::Attributes(const Snapshot& snapshot, const HttpRequest& request, const Peer& peer,
+                            std::string_view method, std::string_view path) {
   const config::Config& config = snapshot.config;
   const std::string ip = ClientAddress(
       peer,
@@ -234,8 +231,7 @@ Request Gateway::Attributes(const Snapshot& snapshot, const HttpRequest& request
                            [&request](std::string_view name) { return FindHeader(request, name); });
 }
 
-asio::awaitable<HttpResponse> Gateway::HandleProxy(HttpRequest request, asio::ip::address peer,
-                                                   size_t loop) {
+Awaitable<HttpResponse> Gateway::HandleProxy(HttpRequest request, Peer peer, size_t loop) {
   std::shared_ptr<const Snapshot> snapshot = Current();
   const std::string_view method(request.method_string().data(), request.method_string().size());
   const std::string_view target(request.target().data(), request.target().size());
@@ -267,9 +263,8 @@ asio::awaitable<HttpResponse> Gateway::HandleProxy(HttpRequest request, asio::ip
 
 // nginx's auth_request: the original request's headers come along; its method and URI in
 // X-Original-Method and X-Original-URI, as the example configuration sets them.
-asio::awaitable<HttpResponse> Gateway::CheckAuthRequest(const HttpRequest& request,
-                                                        const asio::ip::address& peer,
-                                                        size_t loop) {
+Awaitable<HttpResponse> Gateway::CheckAuthRequest(const HttpRequest& request, const Peer& peer,
+                                                  size_t loop) {
   std::shared_ptr<const Snapshot> snapshot = Current();
   const std::string_view uri = FindHeader(request, "X-Original-URI").value_or("");
   Request attributes = Attributes(
@@ -290,8 +285,7 @@ asio::awaitable<HttpResponse> Gateway::CheckAuthRequest(const HttpRequest& reque
   co_return response;
 }
 
-asio::awaitable<HttpResponse> Gateway::HandleAdmin(HttpRequest request, asio::ip::address /*peer*/,
-                                                   size_t /*loop*/) {
+Awaitable<HttpResponse> Gateway::HandleAdmin(HttpRequest request, Peer /*peer*/, size_t /*loop*/) {
   const std::string_view target(request.target().data(), request.target().size());
   if (target == "/healthz") co_return MakeResponse(bhttp::status::ok, "ok\n");
   if (target == "/readyz") {

@@ -52,16 +52,13 @@ class Gateway {
 
   // The reverse proxy: checks every request, then forwards it or answers 429. `loop` is the
   // event loop the request runs on.
-  asio::awaitable<HttpResponse> HandleProxy(HttpRequest request, asio::ip::address peer,
-                                            size_t loop);
+  Awaitable<HttpResponse> HandleProxy(HttpRequest request, Peer peer, size_t loop);
 
   // POST /v1/check (JSON) and /v1/auth (nginx auth_request).
-  asio::awaitable<HttpResponse> HandleCheck(HttpRequest request, asio::ip::address peer,
-                                            size_t loop);
+  Awaitable<HttpResponse> HandleCheck(HttpRequest request, Peer peer, size_t loop);
 
   // /healthz, /readyz, /metrics.
-  asio::awaitable<HttpResponse> HandleAdmin(HttpRequest request, asio::ip::address peer,
-                                            size_t loop);
+  Awaitable<HttpResponse> HandleAdmin(HttpRequest request, Peer peer, size_t loop);
 
   Metrics& metrics() { return metrics_; }
 
@@ -70,18 +67,17 @@ class Gateway {
 
  private:
   // Checks `request` with the snapshot's limiter and records it in the metrics.
-  asio::awaitable<Decision> Decide(const Snapshot& snapshot, const Request& request, size_t loop);
+  Awaitable<Decision> Decide(const Snapshot& snapshot, const Request& request, size_t loop);
 
   void LogShadowRejections(const Decision& decision, const std::vector<Rule>& rules);
 
-  asio::awaitable<HttpResponse> CheckJson(const HttpRequest& request, size_t loop);
-  asio::awaitable<HttpResponse> CheckAuthRequest(const HttpRequest& request,
-                                                 const asio::ip::address& peer, size_t loop);
+  Awaitable<HttpResponse> CheckJson(const HttpRequest& request, size_t loop);
+  Awaitable<HttpResponse> CheckAuthRequest(const HttpRequest& request, const Peer& peer,
+                                           size_t loop);
 
   // The attributes of an HTTP request, by the snapshot's configuration.
-  static Request Attributes(const Snapshot& snapshot, const HttpRequest& request,
-                            const asio::ip::address& peer, std::string_view method,
-                            std::string_view path);
+  static Request Attributes(const Snapshot& snapshot, const HttpRequest& request, const Peer& peer,
+                            std::string_view method, std::string_view path);
 
   std::vector<std::shared_ptr<Store>> stores_;
   std::function<bool()> ready_;

@@ -2,6 +2,9 @@
 
 #include <optional>
 
+#include "http/deadline.h"
+#include "http/wire.h"
+
 namespace sluice::http {
 
 namespace bhttp = beast::http;
@@ -9,7 +12,7 @@ namespace bhttp = beast::http;
 struct Server::State {
   explicit State(EventLoops& loops) : loops(loops), acceptor(loops[0]) {}
   EventLoops& loops;
-  tcp::acceptor acceptor;
+  asio::basic_socket_acceptor<tcp, Executor> acceptor;
   Handler handler;
   ServerLimits limits;
   std::atomic<bool> stopping{false};
@@ -38,8 +41,6 @@ std::optional<HttpResponse> ReadFailure(const beast::error_code& ec) {
       ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
     return std::nullopt;
   }
-  if (ec == beast::error::timeout)
-    return MakeResponse(status::request_timeout, "request timeout\n");
   if (ec == bhttp::error::header_limit) {
     return MakeResponse(status::request_header_fields_too_large, "request headers too large\n");
   }
@@ -62,76 +63,89 @@ struct InFlightGuard {
   InFlightGuard& operator=(const InFlightGuard&) = delete;
 };
 
-asio::awaitable<void> Session(tcp::socket socket, size_t loop,
-                              std::shared_ptr<Server::State> state) {
-  InFlightGuard connection(state->connections);
+// Sends the answer to a request that could not be read, and nothing when there is none: the
+// connection closes after it.
+Awaitable<void> SendFailure(Socket& socket, SocketDeadline<Socket>& deadline,
+                            std::optional<HttpResponse> failure, std::string& head,
+                            std::chrono::milliseconds timeout) {
+  if (!failure) co_return;
+  failure->keep_alive(false);
+  deadline.ExpiresAfter(timeout);
   beast::error_code ec;
-  const asio::ip::address peer = socket.remote_endpoint(ec).address();
-  beast::tcp_stream stream(std::move(socket));
+  co_await AsyncWriteMessage(socket, *failure, head, asio::redirect_error(kUseAwaitable, ec));
+}
+
+Awaitable<void> Session(Socket socket, size_t loop, std::shared_ptr<Server::State> state) {
+  InFlightGuard connection(state->connections);
+  const ServerLimits& limits = state->limits;
+  beast::error_code ec;
+  const Peer peer(socket.remote_endpoint(ec).address());
+  SocketDeadline deadline(socket);
   beast::flat_buffer buffer;
+  std::string head;  // each response's head, written into the same memory
   bool first = true;
   while (!state->stopping) {
     bhttp::request_parser<bhttp::string_body> parser;
-    parser.header_limit(static_cast<uint32_t>(state->limits.max_header_bytes));
-    parser.body_limit(state->limits.max_body_bytes);
+    parser.header_limit(static_cast<uint32_t>(limits.max_header_bytes));
+    parser.body_limit(limits.max_body_bytes);
     // The first byte of a kept-alive connection's next request may be long coming; once it
     // has started, the whole request must arrive within the header timeout.
-    stream.expires_after(first ? state->limits.header_timeout : state->limits.idle_timeout);
+    deadline.ExpiresAfter(first ? limits.header_timeout : limits.idle_timeout);
     first = false;
-    co_await bhttp::async_read_header(stream, buffer, parser,
-                                      asio::redirect_error(asio::use_awaitable, ec));
+    co_await bhttp::async_read_header(socket, buffer, parser,
+                                      asio::redirect_error(kUseAwaitable, ec));
+    // A socket the deadline closed cannot answer.
     if (ec) {
-      if (std::optional<HttpResponse> failure = ReadFailure(ec)) {
-        failure->keep_alive(false);
-        stream.expires_after(state->limits.write_timeout);
-        co_await bhttp::async_write(stream, *failure,
-                                    asio::redirect_error(asio::use_awaitable, ec));
-      }
+      if (!deadline.expired())
+        co_await SendFailure(socket, deadline, ReadFailure(ec), head, limits.write_timeout);
       break;
     }
     // Counted from a request's head to the end of its response, so that a drain waits for it.
     InFlightGuard handling(state->in_flight);
-    if (beast::iequals(parser.get()[bhttp::field::expect], "100-continue") && !parser.is_done()) {
-      bhttp::response<bhttp::empty_body> proceed{bhttp::status::continue_, parser.get().version()};
-      stream.expires_after(state->limits.write_timeout);
-      co_await bhttp::async_write(stream, proceed, asio::redirect_error(asio::use_awaitable, ec));
+    // HTTP/1.0 clients do not know interim answers (RFC 9110 15.2).
+    if (beast::iequals(parser.get()[bhttp::field::expect], "100-continue") &&
+        parser.get().version() >= 11 && !parser.is_done()) {
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      deadline.ExpiresAfter(limits.write_timeout);
+      co_await asio::async_write(socket, asio::buffer(kContinue.data(), kContinue.size()),
+                                 asio::redirect_error(kUseAwaitable, ec));
       if (ec) break;
     }
-    if (!ec && !parser.is_done()) {
-      stream.expires_after(state->limits.header_timeout);
-      co_await bhttp::async_read(stream, buffer, parser,
-                                 asio::redirect_error(asio::use_awaitable, ec));
+    if (!parser.is_done()) {
+      deadline.ExpiresAfter(limits.header_timeout);
+      co_await bhttp::async_read(socket, buffer, parser, asio::redirect_error(kUseAwaitable, ec));
     }
     if (ec || UnframedBody(parser.get())) {
+      // Named, not a temporary of the co_await: GCC 12 destroys a conditional's temporary there
+      // twice.
       std::optional<HttpResponse> failure =
           ec ? ReadFailure(ec)
              : MakeResponse(bhttp::status::bad_request, "bad request: unframed body\n");
-      if (failure) {
-        failure->keep_alive(false);
-        stream.expires_after(state->limits.write_timeout);
-        co_await bhttp::async_write(stream, *failure,
-                                    asio::redirect_error(asio::use_awaitable, ec));
+      if (!deadline.expired()) {
+        co_await SendFailure(socket, deadline, std::move(failure), head, limits.write_timeout);
       }
       break;
     }
+    // No deadline while the request is handled: the store and the upstream keep their own.
+    deadline.ExpiresNever();
     HttpRequest request = parser.release();
     const bool keep_alive = request.keep_alive();
     HttpResponse response = co_await state->handler(std::move(request), peer, loop);
     response.keep_alive(keep_alive && !state->stopping);
-    stream.expires_after(state->limits.write_timeout);
-    co_await bhttp::async_write(stream, response, asio::redirect_error(asio::use_awaitable, ec));
+    deadline.ExpiresAfter(limits.write_timeout);
+    co_await AsyncWriteMessage(socket, response, head, asio::redirect_error(kUseAwaitable, ec));
     if (ec || !response.keep_alive()) break;
   }
-  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  socket.shutdown(Socket::shutdown_send, ec);
 }
 
-asio::awaitable<void> Accept(std::shared_ptr<Server::State> state) {
-  tcp::acceptor& acceptor = state->acceptor;
+Awaitable<void> Accept(std::shared_ptr<Server::State> state) {
+  asio::basic_socket_acceptor<tcp, Executor>& acceptor = state->acceptor;
   while (!state->stopping) {
     beast::error_code ec;
     const size_t loop = state->loops.Next();
-    tcp::socket socket = co_await acceptor.async_accept(
-        state->loops[loop], asio::redirect_error(asio::use_awaitable, ec));
+    Socket socket =
+        co_await acceptor.async_accept(state->loops[loop], asio::redirect_error(kUseAwaitable, ec));
     if (ec == asio::error::operation_aborted || state->stopping) break;
     if (ec) continue;  // a connection that died before it was accepted, or out of descriptors
     if (state->connections.load() >= state->limits.max_connections) {
@@ -161,7 +175,7 @@ Status Server::Listen(const config::Endpoint& endpoint) {
     return Status::InvalidArgument("cannot listen on " + endpoint.ToString() +
                                    ": not an IP address");
   const tcp::endpoint where(address, endpoint.port);
-  tcp::acceptor& acceptor = state_->acceptor;
+  asio::basic_socket_acceptor<tcp, Executor>& acceptor = state_->acceptor;
   acceptor.open(where.protocol(), ec);
   if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acceptor.bind(where, ec);

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "config/network.h"
+#include "http/client_address.h"
 #include "http/event_loops.h"
 #include "sluice/status.h"
 
@@ -25,10 +26,17 @@ using tcp = asio::ip::tcp;
 using HttpRequest = beast::http::request<beast::http::string_body>;
 using HttpResponse = beast::http::response<beast::http::string_body>;
 
-// Answers one request; `peer` is the direct peer's address, `loop` the index of the event loop
+// The HTTP front ends name their event loop's executor exactly: Asio's default, any_io_executor,
+// erases its type and pays for that on every operation, several times a request.
+using Executor = asio::io_context::executor_type;
+template <typename T>
+using Awaitable = asio::awaitable<T, Executor>;
+inline constexpr asio::use_awaitable_t<Executor> kUseAwaitable{};
+using Socket = asio::basic_stream_socket<tcp, Executor>;
+
+// Answers one request; `peer` is the connection's direct peer, `loop` the index of the event loop
 // the connection lives on (and the handler runs on).
-using Handler = std::function<asio::awaitable<HttpResponse>(HttpRequest request,
-                                                            asio::ip::address peer, size_t loop)>;
+using Handler = std::function<Awaitable<HttpResponse>(HttpRequest request, Peer peer, size_t loop)>;
 
 struct ServerLimits {
   size_t max_header_bytes = size_t{16} * 1024;

@@ -3,16 +3,20 @@
 #include <algorithm>
 #include <optional>
 
+#include "http/wire.h"
+
 namespace sluice::http {
 
 namespace bhttp = beast::http;
 
 namespace {
 
-// Only the deadlines set here cancel upstream operations, so a cancelled one ran out of time;
-// Beast reports that as timeout, or as operation_aborted when the deadline fires between steps.
-bool TimedOut(const beast::error_code& ec) {
-  return ec == beast::error::timeout || ec == asio::error::operation_aborted;
+bool TimedOut(const beast::error_code& ec) { return ec == beast::error::timeout; }
+
+// An operation's error, named a timeout when the connection's deadline cut it short.
+template <class Deadline>
+beast::error_code Failure(beast::error_code ec, const Deadline& deadline) {
+  return ec && deadline.expired() ? beast::error::timeout : ec;
 }
 
 bool Idempotent(bhttp::verb method) {
@@ -49,12 +53,12 @@ std::string JoinedHeader(const HttpRequest& request, std::string_view name) {
   return joined;
 }
 
-void PrepareUpstreamRequest(HttpRequest& request, const asio::ip::address& client_peer) {
+void PrepareUpstreamRequest(HttpRequest& request, const Peer& client_peer) {
   RemoveHopByHop(request);
   request.erase(bhttp::field::expect);  // the gateway already has the whole body
   std::string forwarded_for = JoinedHeader(request, "X-Forwarded-For");
   if (!forwarded_for.empty()) forwarded_for += ", ";
-  forwarded_for += client_peer.to_string();
+  forwarded_for += client_peer.text;
   request.set("X-Forwarded-For", forwarded_for);
   request.version(11);
   request.keep_alive(true);
@@ -71,48 +75,51 @@ UpstreamPool::UpstreamPool(asio::io_context& io, config::UpstreamConfig config, 
 
 size_t UpstreamPool::Idle() const { return idle_.size(); }
 
-UpstreamPool::Stream UpstreamPool::TakeIdle() {
+UpstreamPool::ConnectionPtr UpstreamPool::TakeIdle() {
   if (idle_.empty()) return nullptr;
-  Stream stream = std::move(idle_.back());
+  ConnectionPtr connection = std::move(idle_.back());
   idle_.pop_back();
-  return stream;
+  return connection;
 }
 
-void UpstreamPool::GiveBack(Stream stream) {
-  stream->expires_never();  // an idle connection's old deadline must not close it in the pool
-  if (idle_.size() < idle_max_) idle_.push_back(std::move(stream));
+void UpstreamPool::GiveBack(ConnectionPtr connection) {
+  // An idle connection's old deadline must not close it in the pool.
+  connection->deadline.ExpiresNever();
+  if (idle_.size() < idle_max_) idle_.push_back(std::move(connection));
 }
 
-asio::awaitable<UpstreamPool::Stream> UpstreamPool::Connect(beast::error_code& ec) {
-  tcp::resolver resolver(io_);
+Awaitable<UpstreamPool::ConnectionPtr> UpstreamPool::Connect(beast::error_code& ec) {
+  asio::ip::basic_resolver<tcp, Executor> resolver(io_);
   auto endpoints =
       co_await resolver.async_resolve(config_.address.host, std::to_string(config_.address.port),
-                                      asio::redirect_error(asio::use_awaitable, ec));
+                                      asio::redirect_error(kUseAwaitable, ec));
   if (ec) co_return nullptr;
-  auto stream = std::make_unique<beast::tcp_stream>(io_);
-  stream->expires_after(config_.connect_timeout);
-  co_await stream->async_connect(endpoints, asio::redirect_error(asio::use_awaitable, ec));
+  auto connection = std::make_unique<Connection>(io_);
+  connection->deadline.ExpiresAfter(config_.connect_timeout);
+  co_await asio::async_connect(connection->socket, endpoints,
+                               asio::redirect_error(kUseAwaitable, ec));
+  ec = Failure(ec, connection->deadline);
   if (ec) co_return nullptr;
-  stream->socket().set_option(tcp::no_delay(true), ec);
+  connection->socket.set_option(tcp::no_delay(true), ec);
   ec = {};
-  co_return stream;
+  co_return connection;
 }
 
-asio::awaitable<beast::error_code> UpstreamPool::Exchange(beast::tcp_stream& stream,
-                                                          HttpRequest& request,
-                                                          HttpResponse& response) {
+Awaitable<beast::error_code> UpstreamPool::Exchange(Connection& connection,
+                                                    const HttpRequest& request,
+                                                    HttpResponse& response) {
+  connection.deadline.ExpiresAfter(config_.timeout);  // for the whole exchange
   beast::error_code ec;
-  stream.expires_after(config_.timeout);
-  co_await bhttp::async_write(stream, request, asio::redirect_error(asio::use_awaitable, ec));
-  if (ec) co_return ec;
-  beast::flat_buffer buffer;
+  co_await AsyncWriteMessage(connection.socket, request, connection.head,
+                             asio::redirect_error(kUseAwaitable, ec));
+  if (ec) co_return Failure(ec, connection.deadline);
   for (;;) {
     bhttp::response_parser<bhttp::string_body> parser;
     parser.body_limit(config_.max_response_bytes);
     if (request.method() == bhttp::verb::head) parser.skip(true);
-    co_await bhttp::async_read(stream, buffer, parser,
-                               asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) co_return ec;
+    co_await bhttp::async_read(connection.socket, connection.buffer, parser,
+                               asio::redirect_error(kUseAwaitable, ec));
+    if (ec) co_return Failure(ec, connection.deadline);
     response = parser.release();
     // Interim answers (100 Continue, 103 Early Hints) precede the real one; a switch of
     // protocols cannot be relayed.
@@ -121,29 +128,29 @@ asio::awaitable<beast::error_code> UpstreamPool::Exchange(beast::tcp_stream& str
     if (response.result_int() >= 200) break;
   }
   // Bytes past the response mean the upstream is out of step: never reuse that connection.
-  if (buffer.size() != 0) response.keep_alive(false);
+  if (connection.buffer.size() != 0) response.keep_alive(false);
   co_return ec;
 }
 
-asio::awaitable<HttpResponse> UpstreamPool::Forward(HttpRequest request) {
+Awaitable<HttpResponse> UpstreamPool::Forward(HttpRequest request) {
   const unsigned client_version = request.version();
   // Pooled connections that turn out dead are dropped one by one; a new one ends the loop.
   for (;;) {
     beast::error_code ec;
-    Stream stream = TakeIdle();
-    const bool reused = stream != nullptr;
-    if (!stream) {
-      stream = co_await Connect(ec);
-      if (!stream) {
+    ConnectionPtr connection = TakeIdle();
+    const bool reused = connection != nullptr;
+    if (!connection) {
+      connection = co_await Connect(ec);
+      if (!connection) {
         co_return MakeResponse(
             TimedOut(ec) ? bhttp::status::gateway_timeout : bhttp::status::bad_gateway,
             "upstream unreachable: " + ec.message() + "\n", "text/plain", client_version);
       }
     }
     HttpResponse response;
-    ec = co_await Exchange(*stream, request, response);
+    ec = co_await Exchange(*connection, request, response);
     if (!ec) {
-      if (response.keep_alive()) GiveBack(std::move(stream));
+      if (response.keep_alive()) GiveBack(std::move(connection));
       co_return response;
     }
     // A pooled connection the upstream had already closed: try the next, or a new one.

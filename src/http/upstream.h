@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "http/deadline.h"
 #include "http/server.h"
 
 namespace sluice::http {
@@ -24,28 +25,38 @@ class UpstreamPool {
   // response, a body over max_response_bytes) or 504 (no answer within the timeout). For idempotent
   // methods, a pooled connection that turns out to be closed is dropped and the request tried on
   // the next one, or on a new connection.
-  asio::awaitable<HttpResponse> Forward(HttpRequest request);
+  Awaitable<HttpResponse> Forward(HttpRequest request);
 
   size_t Idle() const;
 
  private:
-  asio::awaitable<beast::error_code> Exchange(beast::tcp_stream& stream, HttpRequest& request,
-                                              HttpResponse& response);
-  using Stream = std::unique_ptr<beast::tcp_stream>;
-  asio::awaitable<Stream> Connect(beast::error_code& ec);
-  Stream TakeIdle();
-  void GiveBack(Stream stream);
+  // A connection to the upstream, with the memory its messages are read into and written from,
+  // kept with it from request to request.
+  struct Connection {
+    explicit Connection(asio::io_context& io) : socket(io), deadline(socket) {}
+    Socket socket;
+    SocketDeadline<Socket> deadline;
+    beast::flat_buffer buffer;
+    std::string head;
+  };
+  using ConnectionPtr = std::unique_ptr<Connection>;
+
+  Awaitable<beast::error_code> Exchange(Connection& connection, const HttpRequest& request,
+                                        HttpResponse& response);
+  Awaitable<ConnectionPtr> Connect(beast::error_code& ec);
+  ConnectionPtr TakeIdle();
+  void GiveBack(ConnectionPtr connection);
 
   asio::io_context& io_;
   const config::UpstreamConfig config_;
   const size_t idle_max_;
-  std::vector<Stream> idle_;
+  std::vector<ConnectionPtr> idle_;
 };
 
 // Readies a client's request for the upstream: removes hop-by-hop headers (Connection, the
 // headers it names, Keep-Alive, Proxy-Connection, TE, Trailer, Transfer-Encoding, Upgrade) and
 // Expect, appends `client_peer` to X-Forwarded-For, and asks for keep-alive.
-void PrepareUpstreamRequest(HttpRequest& request, const asio::ip::address& client_peer);
+void PrepareUpstreamRequest(HttpRequest& request, const Peer& client_peer);
 
 // Readies the upstream's response for the client: removes its hop-by-hop headers and frames
 // the body (but for a response to HEAD, whose Content-Length describes a body not sent).

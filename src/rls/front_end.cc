@@ -39,7 +39,7 @@ Status FrontEnd::Listen(const config::RlsConfig& rls, http::EventLoops& loops,
   if (rls.json_listen) {
     json_ = std::make_unique<http::Server>(
         loops,
-        [this](http::HttpRequest request, const boost::asio::ip::address&, size_t) {
+        [this](http::HttpRequest request, const http::Peer&, size_t) {
           return HandleJson(*service_, std::move(request));
         },
         limits);

@@ -16,7 +16,7 @@ http::HttpResponse Answer(const http::HttpRequest& request, status::status code,
 
 }  // namespace
 
-boost::asio::awaitable<http::HttpResponse> HandleJson(Service& service, http::HttpRequest request) {
+http::Awaitable<http::HttpResponse> HandleJson(Service& service, http::HttpRequest request) {
   if (request.target() != "/json")
     co_return Answer(request, status::status::not_found, "not found\n");
   if (request.method() != status::verb::post) {
@@ -32,7 +32,7 @@ boost::asio::awaitable<http::HttpResponse> HandleJson(Service& service, http::Ht
                      "malformed RateLimitRequest: " + std::string(parsed.message()) + "\n");
   }
   Result<RateLimitResponse> answer =
-      co_await service.AsyncShouldRateLimit(call, boost::asio::use_awaitable);
+      co_await service.AsyncShouldRateLimit(call, http::kUseAwaitable);
   if (!answer.ok()) {
     co_return Answer(request,
                      answer.status().code() == StatusCode::kInvalidArgument

@@ -9,6 +9,6 @@
 
 namespace sluice::rls {
 
-boost::asio::awaitable<http::HttpResponse> HandleJson(Service& service, http::HttpRequest request);
+http::Awaitable<http::HttpResponse> HandleJson(Service& service, http::HttpRequest request);
 
 }  // namespace sluice::rls

@@ -304,6 +304,15 @@ TEST(GatewayE2eTest, BadInputGetsAnAnswerAndOthersAreServedMeanwhile) {
   EXPECT_TRUE(Healthy(gateway.admin()));
 }
 
+TEST(GatewayE2eTest, TheClientsTimeoutsDoNotRunWhileTheUpstreamAnswers) {
+  Upstream upstream;
+  Gateway gateway(upstream.port(), "header_timeout: 300ms\nrules: []\n");
+  // The request arrives at once; the header timeout bounds its arrival, not the answer's (which
+  // the upstream's 1 s timeout bounds).
+  HttpResult slow = gateway.Get("/slow?ms=600");
+  EXPECT_EQ(slow.status, 200) << slow.body;
+}
+
 TEST(GatewayE2eTest, ExpectContinueIsAnsweredAndNotPassedOn) {
   Upstream upstream;
   Gateway gateway(upstream.port(), "rules: []\n");

@@ -13,9 +13,9 @@ std::vector<config::Network> Trusted() {
 
 // With X-Forwarded-For, or with Forwarded when `forwarded` is given.
 std::string Client(const char* peer, std::string_view xff, std::string_view forwarded = "") {
-  return forwarded.empty() ? ClientAddress(ip::make_address(peer), xff,
+  return forwarded.empty() ? ClientAddress(Peer(ip::make_address(peer)), xff,
                                            config::ForwardingHeader::kXForwardedFor, Trusted())
-                           : ClientAddress(ip::make_address(peer), forwarded,
+                           : ClientAddress(Peer(ip::make_address(peer)), forwarded,
                                            config::ForwardingHeader::kForwarded, Trusted());
 }
 
@@ -44,7 +44,7 @@ TEST(ClientAddressTest, JunkStopsAtTheHopThatWroteIt) {
   EXPECT_EQ(Client("10.0.0.5", "", "for=unknown"), "10.0.0.5");
   EXPECT_EQ(Client("10.0.0.5", "", "proto=https"), "10.0.0.5");
   // X-Forwarded-For syntax is not Forwarded syntax: a forged header in the other form is junk.
-  EXPECT_EQ(ClientAddress(ip::make_address("10.0.0.5"), "for=198.51.100.9",
+  EXPECT_EQ(ClientAddress(Peer(ip::make_address("10.0.0.5")), "for=198.51.100.9",
                           config::ForwardingHeader::kXForwardedFor, Trusted()),
             "10.0.0.5");
   EXPECT_EQ(Client("10.0.0.5", std::string(20'000, ',')), "10.0.0.5");

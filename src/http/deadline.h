@@ -1,0 +1,79 @@
+// A deadline for the operations on one socket, as Beast's basic_stream keeps one, for less work
+// a request: moving the deadline stores a time, and one timer, woken only when the deadline may
+// have come, closes the socket once it has. basic_stream instead starts a timer and cancels it
+// around every read and every write.
+#pragma once
+
+#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
+
+#include <boost/asio.hpp>
+#include <chrono>
+#include <memory>
+
+namespace sluice::http {
+
+// Not thread-safe: used on the socket's event loop only, like the socket.
+template <class Socket>
+class SocketDeadline {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // `socket` must outlive this object.
+  explicit SocketDeadline(Socket& socket)
+      : state_(std::make_shared<State>(socket, socket.get_executor())) {}
+  ~SocketDeadline() {
+    state_->socket = nullptr;
+    state_->timer.cancel();
+  }
+  SocketDeadline(const SocketDeadline&) = delete;
+  SocketDeadline& operator=(const SocketDeadline&) = delete;
+
+  // Closes the socket `timeout` from now, unless moved before then; whatever operation is pending
+  // then fails.
+  void ExpiresAfter(Clock::duration timeout) {
+    State& s = *state_;
+    s.deadline = Clock::now() + timeout;
+    // A later deadline waits for the timer already set, which then sets itself again.
+    if (s.deadline < s.armed) Arm(state_);
+  }
+
+  void ExpiresNever() { state_->deadline = Clock::time_point::max(); }
+
+  // Whether the deadline closed the socket.
+  bool expired() const { return state_->expired; }
+
+ private:
+  using Timer = boost::asio::basic_waitable_timer<Clock, boost::asio::wait_traits<Clock>,
+                                                  typename Socket::executor_type>;
+  struct State {
+    State(Socket& s, const typename Socket::executor_type& executor)
+        : socket(&s), timer(executor) {}
+    Socket* socket;
+    Timer timer;
+    Clock::time_point deadline = Clock::time_point::max();
+    Clock::time_point armed = Clock::time_point::max();  // when the timer wakes; max: it won't
+    uint64_t generation = 0;  // of the latest wait: an earlier one woken late is ignored
+    bool expired = false;
+  };
+
+  static void Arm(const std::shared_ptr<State>& state) {
+    State& s = *state;
+    s.armed = s.deadline;
+    const uint64_t generation = ++s.generation;
+    s.timer.expires_at(s.deadline);
+    s.timer.async_wait([state, generation](const boost::system::error_code& /*ec*/) {
+      State& s = *state;
+      if (generation != s.generation || s.socket == nullptr) return;
+      s.armed = Clock::time_point::max();
+      if (s.deadline == Clock::time_point::max()) return;
+      if (Clock::now() < s.deadline) return Arm(state);
+      s.expired = true;
+      boost::system::error_code ignored;
+      s.socket->close(ignored);
+    });
+  }
+
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace sluice::http
