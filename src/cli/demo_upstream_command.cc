@@ -25,7 +25,7 @@ int64_t SlowMs(std::string_view target) {
   return std::clamp<int64_t>(ms, 0, 60'000);
 }
 
-http::Awaitable<http::HttpResponse> Answer(http::HttpRequest request, http::Peer /*peer*/,
+http::Awaitable<http::HttpResponse> Answer(http::HttpRequest request, const http::Peer& /*peer*/,
                                            size_t /*loop*/) {
   const std::string target(request.target().data(), request.target().size());
   if (target.starts_with("/slow")) {

@@ -106,14 +106,15 @@ class Service {
 
  private:
   using GatewayHandler = http::Awaitable<http::HttpResponse> (http::Gateway::*)(http::HttpRequest,
-                                                                                http::Peer, size_t);
+                                                                                const http::Peer&,
+                                                                                size_t);
 
   // A server on the event loops that answers with `handler` of the gateway, listening on `where`.
   std::unique_ptr<http::Server> Listen(GatewayHandler handler, const config::Config& c,
                                        const config::Endpoint& where, const char* what) {
     auto server = std::make_unique<http::Server>(
         loops_,
-        [this, handler](http::HttpRequest r, http::Peer peer, size_t loop) {
+        [this, handler](http::HttpRequest r, const http::Peer& peer, size_t loop) {
           return (gateway_.get()->*handler)(std::move(r), peer, loop);
         },
         Limits(c));

@@ -63,6 +63,8 @@ Result<Request> ParseCheckBody(const std::string& body) {
   return request;
 }
 
+std::string_view View(beast::string_view s) { return {s.data(), s.size()}; }
+
 std::optional<std::string_view> FindHeader(const HttpRequest& request, std::string_view name) {
   auto it = request.find(beast::string_view(name.data(), name.size()));
   if (it == request.end()) return std::nullopt;
@@ -90,6 +92,25 @@ std::string RejectionBody(const Decision& decision, const std::vector<Rule>& rul
     body["retry_ms"] = r.retry_ms;
   }
   return body.dump() + "\n";
+}
+
+// Whether the upstream answered: 502 and 504 are the gateway's own answers when it did not.
+bool UpstreamAnswered(const HttpResponse& response) {
+  return response.result() != bhttp::status::bad_gateway &&
+         response.result() != bhttp::status::gateway_timeout;
+}
+
+// The answer to a request the limiter did not allow: 400 for attributes that cannot be keys,
+// else the rejection, with its rate limit headers.
+HttpResponse Refusal(const Decision& decision, const Snapshot& snapshot, unsigned version) {
+  if (decision.error.code() == StatusCode::kInvalidArgument) {
+    return JsonError(bhttp::status::bad_request, decision.error.message());
+  }
+  HttpResponse response =
+      MakeResponse(RejectionStatus(decision), RejectionBody(decision, snapshot.rules()),
+                   "application/json", version);
+  AddHeaders(response, decision, snapshot);
+  return response;
 }
 
 }  // namespace
@@ -189,7 +210,7 @@ Awaitable<Decision> Gateway::Decide(const Snapshot& snapshot, const Request& req
   co_return decision;
 }
 
-Awaitable<HttpResponse> Gateway::HandleCheck(HttpRequest request, Peer peer, size_t loop) {
+Awaitable<HttpResponse> Gateway::HandleCheck(HttpRequest request, const Peer& peer, size_t loop) {
   const std::string_view target(request.target().data(), request.target().size());
   if (target == "/v1/check") {
     if (request.method() != bhttp::verb::post) {
@@ -231,30 +252,25 @@ Request Gateway::Attributes(const Snapshot& snapshot, const HttpRequest& request
                            [&request](std::string_view name) { return FindHeader(request, name); });
 }
 
-Awaitable<HttpResponse> Gateway::HandleProxy(HttpRequest request, Peer peer, size_t loop) {
+Awaitable<HttpResponse> Gateway::HandleProxy(HttpRequest request, const Peer& peer, size_t loop) {
+  // What does not wait is done in plain functions: all a coroutine's locals live in its frame,
+  // and a frame over 1 KiB costs malloc much more than a smaller one.
   std::shared_ptr<const Snapshot> snapshot = Current();
-  const std::string_view method(request.method_string().data(), request.method_string().size());
-  const std::string_view target(request.target().data(), request.target().size());
-  Decision decision = co_await Decide(
-      *snapshot, Attributes(*snapshot, request, peer, method, PathOf(target)), loop);
+  const Decision decision =
+      co_await Decide(*snapshot,
+                      Attributes(*snapshot, request, peer, View(request.method_string()),
+                                 PathOf(View(request.target()))),
+                      loop);
+  if (!decision.allowed || decision.error.code() == StatusCode::kInvalidArgument) {
+    co_return Refusal(decision, *snapshot, request.version());
+  }
   const unsigned version = request.version();
-  if (decision.error.code() == StatusCode::kInvalidArgument) {
-    co_return JsonError(bhttp::status::bad_request, decision.error.message());
-  }
-  if (!decision.allowed) {
-    HttpResponse response =
-        MakeResponse(RejectionStatus(decision), RejectionBody(decision, snapshot->rules()),
-                     "application/json", version);
-    AddHeaders(response, decision, *snapshot);
-    co_return response;
-  }
   const bool head = request.method() == bhttp::verb::head;
   PrepareUpstreamRequest(request, peer);
   const auto start = Clock::now();
   HttpResponse response = co_await upstreams_[loop]->Forward(std::move(request));
-  const bool failed = response.result() == bhttp::status::bad_gateway ||
-                      response.result() == bhttp::status::gateway_timeout;
-  metrics_.RecordUpstream(!failed, std::chrono::duration<double>(Clock::now() - start).count());
+  metrics_.RecordUpstream(UpstreamAnswered(response),
+                          std::chrono::duration<double>(Clock::now() - start).count());
   PrepareClientResponse(response, head);
   response.version(version);
   AddHeaders(response, decision, *snapshot);
@@ -285,7 +301,8 @@ Awaitable<HttpResponse> Gateway::CheckAuthRequest(const HttpRequest& request, co
   co_return response;
 }
 
-Awaitable<HttpResponse> Gateway::HandleAdmin(HttpRequest request, Peer /*peer*/, size_t /*loop*/) {
+Awaitable<HttpResponse> Gateway::HandleAdmin(HttpRequest request, const Peer& /*peer*/,
+                                             size_t /*loop*/) {
   const std::string_view target(request.target().data(), request.target().size());
   if (target == "/healthz") co_return MakeResponse(bhttp::status::ok, "ok\n");
   if (target == "/readyz") {

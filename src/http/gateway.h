@@ -52,13 +52,13 @@ class Gateway {
 
   // The reverse proxy: checks every request, then forwards it or answers 429. `loop` is the
   // event loop the request runs on.
-  Awaitable<HttpResponse> HandleProxy(HttpRequest request, Peer peer, size_t loop);
+  Awaitable<HttpResponse> HandleProxy(HttpRequest request, const Peer& peer, size_t loop);
 
   // POST /v1/check (JSON) and /v1/auth (nginx auth_request).
-  Awaitable<HttpResponse> HandleCheck(HttpRequest request, Peer peer, size_t loop);
+  Awaitable<HttpResponse> HandleCheck(HttpRequest request, const Peer& peer, size_t loop);
 
   // /healthz, /readyz, /metrics.
-  Awaitable<HttpResponse> HandleAdmin(HttpRequest request, Peer peer, size_t loop);
+  Awaitable<HttpResponse> HandleAdmin(HttpRequest request, const Peer& peer, size_t loop);
 
   Metrics& metrics() { return metrics_; }
 

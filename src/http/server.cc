@@ -72,7 +72,9 @@ Awaitable<void> SendFailure(Socket& socket, SocketDeadline<Socket>& deadline,
   failure->keep_alive(false);
   deadline.ExpiresAfter(timeout);
   beast::error_code ec;
-  co_await AsyncWriteMessage(socket, *failure, head, asio::redirect_error(kUseAwaitable, ec));
+  // The connection closes after it, so a body a HEAD request should not see cannot mislead.
+  co_await AsyncWriteMessage(socket, *failure, head, /*with_body=*/true,
+                             asio::redirect_error(kUseAwaitable, ec));
 }
 
 Awaitable<void> Session(Socket socket, size_t loop, std::shared_ptr<Server::State> state) {
@@ -88,8 +90,8 @@ Awaitable<void> Session(Socket socket, size_t loop, std::shared_ptr<Server::Stat
     bhttp::request_parser<bhttp::string_body> parser;
     parser.header_limit(static_cast<uint32_t>(limits.max_header_bytes));
     parser.body_limit(limits.max_body_bytes);
-    // The first byte of a kept-alive connection's next request may be long coming; once it
-    // has started, the whole request must arrive within the header timeout.
+    // A kept-alive connection's next request may be long coming: its head gets the idle
+    // timeout; a first request's head, and any body, the header timeout.
     deadline.ExpiresAfter(first ? limits.header_timeout : limits.idle_timeout);
     first = false;
     co_await bhttp::async_read_header(socket, buffer, parser,
@@ -126,14 +128,19 @@ Awaitable<void> Session(Socket socket, size_t loop, std::shared_ptr<Server::Stat
       }
       break;
     }
+    // The deadline may have closed the socket in the same turn of the loop as the read ended.
+    if (deadline.expired()) break;
     // No deadline while the request is handled: the store and the upstream keep their own.
     deadline.ExpiresNever();
     HttpRequest request = parser.release();
     const bool keep_alive = request.keep_alive();
+    // Whoever made the answer, a HEAD request gets its head alone (RFC 9110 9.3.2).
+    const bool with_body = request.method() != bhttp::verb::head;
     HttpResponse response = co_await state->handler(std::move(request), peer, loop);
     response.keep_alive(keep_alive && !state->stopping);
     deadline.ExpiresAfter(limits.write_timeout);
-    co_await AsyncWriteMessage(socket, response, head, asio::redirect_error(kUseAwaitable, ec));
+    co_await AsyncWriteMessage(socket, response, head, with_body,
+                               asio::redirect_error(kUseAwaitable, ec));
     if (ec || !response.keep_alive()) break;
   }
   socket.shutdown(Socket::shutdown_send, ec);

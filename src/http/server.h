@@ -34,9 +34,10 @@ using Awaitable = asio::awaitable<T, Executor>;
 inline constexpr asio::use_awaitable_t<Executor> kUseAwaitable{};
 using Socket = asio::basic_stream_socket<tcp, Executor>;
 
-// Answers one request; `peer` is the connection's direct peer, `loop` the index of the event loop
-// the connection lives on (and the handler runs on).
-using Handler = std::function<Awaitable<HttpResponse>(HttpRequest request, Peer peer, size_t loop)>;
+// Answers one request; `peer` is the connection's direct peer (it outlives the answer), `loop`
+// the index of the event loop the connection lives on (and the handler runs on).
+using Handler =
+    std::function<Awaitable<HttpResponse>(HttpRequest request, const Peer& peer, size_t loop)>;
 
 struct ServerLimits {
   size_t max_header_bytes = size_t{16} * 1024;

@@ -67,7 +67,11 @@ void PrepareUpstreamRequest(HttpRequest& request, const Peer& client_peer) {
 
 void PrepareClientResponse(HttpResponse& response, bool head) {
   RemoveHopByHop(response);
-  if (!head) response.prepare_payload();  // a HEAD answer keeps the upstream's Content-Length
+  // A HEAD answer keeps the upstream's Content-Length, which describes a body not sent; so does
+  // a 304's; a 204 has none (RFC 9110 8.6).
+  const unsigned status = response.result_int();
+  if (head || status == 204 || status == 304) return;
+  response.prepare_payload();
 }
 
 UpstreamPool::UpstreamPool(asio::io_context& io, config::UpstreamConfig config, size_t idle_max)
@@ -83,6 +87,8 @@ UpstreamPool::ConnectionPtr UpstreamPool::TakeIdle() {
 }
 
 void UpstreamPool::GiveBack(ConnectionPtr connection) {
+  // The deadline may have closed it in the same turn of the loop that finished the exchange.
+  if (!connection->socket.is_open()) return;
   // An idle connection's old deadline must not close it in the pool.
   connection->deadline.ExpiresNever();
   if (idle_.size() < idle_max_) idle_.push_back(std::move(connection));
@@ -110,7 +116,7 @@ Awaitable<beast::error_code> UpstreamPool::Exchange(Connection& connection,
                                                     HttpResponse& response) {
   connection.deadline.ExpiresAfter(config_.timeout);  // for the whole exchange
   beast::error_code ec;
-  co_await AsyncWriteMessage(connection.socket, request, connection.head,
+  co_await AsyncWriteMessage(connection.socket, request, connection.head, /*with_body=*/true,
                              asio::redirect_error(kUseAwaitable, ec));
   if (ec) co_return Failure(ec, connection.deadline);
   for (;;) {

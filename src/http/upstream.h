@@ -59,7 +59,8 @@ class UpstreamPool {
 void PrepareUpstreamRequest(HttpRequest& request, const Peer& client_peer);
 
 // Readies the upstream's response for the client: removes its hop-by-hop headers and frames
-// the body (but for a response to HEAD, whose Content-Length describes a body not sent).
+// the body (but for a response to HEAD or a 304, whose Content-Length describes a body not sent,
+// and a 204, which has none).
 void PrepareClientResponse(HttpResponse& response, bool head);
 
 // All the values of a header that may come on several lines, joined with ", ".

@@ -44,7 +44,7 @@ void AppendStartLine(const bhttp::response_header<>& header, std::string& out) {
 
 template <bool IsRequest>
 MessageBuffers SerializeMessage(const bhttp::message<IsRequest, bhttp::string_body>& message,
-                                std::string& head) {
+                                std::string& head, bool with_body) {
   head.clear();
   AppendStartLine(message.base(), head);
   for (const auto& field : message.base()) {
@@ -54,6 +54,7 @@ MessageBuffers SerializeMessage(const bhttp::message<IsRequest, bhttp::string_bo
     head += "\r\n";
   }
   head += "\r\n";
+  if (!with_body) return {boost::asio::buffer(head), {}, {}};
   const std::string& body = message.body();
   std::string_view end;
   if (message.chunked()) {
@@ -70,8 +71,8 @@ MessageBuffers SerializeMessage(const bhttp::message<IsRequest, bhttp::string_bo
 }
 
 template MessageBuffers SerializeMessage(const bhttp::message<true, bhttp::string_body>&,
-                                         std::string&);
+                                         std::string&, bool);
 template MessageBuffers SerializeMessage(const bhttp::message<false, bhttp::string_body>&,
-                                         std::string&);
+                                         std::string&, bool);
 
 }  // namespace sluice::http

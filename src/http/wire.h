@@ -20,21 +20,24 @@ namespace sluice::http {
 using MessageBuffers = std::array<boost::asio::const_buffer, 3>;
 
 // Writes `message`'s start line and fields into `head` (replacing what it held) and returns the
-// buffers of the whole message. A chunked message's body goes as one chunk and the last chunk
-// (without trailers); any other body goes as it is, framed by the Content-Length its fields say.
+// buffers of the whole message, or of its head alone when not `with_body` (the answer to a HEAD
+// request, whose fields still describe the body). A chunked message's body goes as one chunk
+// and the last chunk (without trailers); any other body goes as it is, framed by the
+// Content-Length its fields say. The message's target must not be empty (Beast's parser
+// refuses such requests).
 template <bool IsRequest>
 MessageBuffers SerializeMessage(
     const boost::beast::http::message<IsRequest, boost::beast::http::string_body>& message,
-    std::string& head);
+    std::string& head, bool with_body = true);
 
-// Writes `message` to `stream` (any Asio stream, such as Beast's basic_stream with its deadline)
-// with any completion token; `head` must outlive the write.
+// Writes `message` (its head alone when not `with_body`) to `stream`, any Asio stream, with any
+// completion token; `message` and `head` must outlive the write.
 template <class Stream, bool IsRequest, class CompletionToken>
 auto AsyncWriteMessage(
     Stream& stream,
     const boost::beast::http::message<IsRequest, boost::beast::http::string_body>& message,
-    std::string& head, CompletionToken&& token) {
-  return boost::asio::async_write(stream, SerializeMessage(message, head),
+    std::string& head, bool with_body, CompletionToken&& token) {
+  return boost::asio::async_write(stream, SerializeMessage(message, head, with_body),
                                   std::forward<CompletionToken>(token));
 }
 

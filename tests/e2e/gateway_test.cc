@@ -313,6 +313,20 @@ TEST(GatewayE2eTest, TheClientsTimeoutsDoNotRunWhileTheUpstreamAnswers) {
   EXPECT_EQ(slow.status, 200) << slow.body;
 }
 
+TEST(GatewayE2eTest, AHeadRequestGetsNoBodyWhoeverAnswers) {
+  Upstream upstream;
+  Gateway gateway(upstream.port(),
+                  "rules:\n  - {name: per-ip, key: ip, capacity: 1, period: 1h}\n");
+  const std::string head = "HEAD /api/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  // Answered by the upstream, then by the gateway's own rejection: each ends with its head.
+  for (const char* status : {"HTTP/1.1 200", "HTTP/1.1 429"}) {
+    const std::string answer = RawExchange(gateway.proxy(), head, milliseconds(3000));
+    EXPECT_TRUE(answer.starts_with(status)) << answer;
+    EXPECT_TRUE(answer.ends_with("\r\n\r\n")) << answer;
+    EXPECT_NE(answer.find("Content-Length: "), std::string::npos) << answer;
+  }
+}
+
 TEST(GatewayE2eTest, ExpectContinueIsAnsweredAndNotPassedOn) {
   Upstream upstream;
   Gateway gateway(upstream.port(), "rules: []\n");

@@ -86,5 +86,14 @@ TEST(WireTest, AChunkedBodyGoesAsOneChunkAndTheLast) {
             "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
 }
 
+TEST(WireTest, WithoutItsBodyAMessageIsItsHeadAlone) {
+  bhttp::response<bhttp::string_body> rejection{bhttp::status::too_many_requests, 11};
+  rejection.body() = "{\"error\": \"too many requests\"}\n";
+  rejection.prepare_payload();
+  std::string head;
+  EXPECT_EQ(Bytes(SerializeMessage(rejection, head, /*with_body=*/false)),
+            "HTTP/1.1 429 Too Many Requests\r\nContent-Length: 31\r\n\r\n");
+}
+
 }  // namespace
 }  // namespace sluice::http

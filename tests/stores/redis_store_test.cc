@@ -392,6 +392,32 @@ TEST(RedisPipelineTest, ConcurrentChecksShareSocketWrites) {
   EXPECT_LE(after.writes - before.writes, after.commands - before.commands);
 }
 
+TEST(RedisPipelineTest, ChecksThatWaitForAnAnswerGoInTheNextCallTogether) {
+  RedisServer server;
+  RedisOptions options = server.Options();
+  options.timeout = std::chrono::seconds(5);
+  auto store = Connect(options);
+  auto limiter = MakeLimiter(store, kHundredPerHour);
+  ASSERT_TRUE(limiter->CheckBlocking({{"key", "warm"}}).checked);  // the script is loaded
+  const RedisStoreStats before = store->Stats();
+  server.Pause();  // calls written now stay unanswered
+  std::atomic<int> checked{0};
+  std::atomic<int> done{0};
+  constexpr int kChecks = 40;
+  for (int i = 0; i < kChecks; ++i) {
+    limiter->Check({{"key", std::to_string(i)}}, [&](Decision d) {
+      checked.fetch_add(d.checked ? 1 : 0);
+      done.fetch_add(1);
+    });
+    std::this_thread::sleep_for(milliseconds(2));  // each check on its own: a call each if sent
+  }
+  server.Resume();
+  while (done.load() < kChecks) std::this_thread::sleep_for(milliseconds(1));
+  EXPECT_EQ(checked.load(), kChecks);
+  // Two calls went before the server answered; every later check waited for the next call.
+  EXPECT_LE(store->Stats().commands - before.commands, 3u);
+}
+
 // --- Several checks in one script call ------------------------------------------------------
 
 // A call of three checks, each one op, in the layout the store writes: keys, four numbers an op,
