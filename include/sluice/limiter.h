@@ -8,11 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include <boost/asio/associated_executor.hpp>
-#include <boost/asio/async_result.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/post.hpp>
-
+#include "sluice/async_callback.h"
 #include "sluice/decision.h"
 #include "sluice/over_limit_cache.h"
 #include "sluice/request.h"
@@ -92,22 +88,14 @@ class Limiter {
   void Check(const Request& request, DecisionCallback done) const;
 
   // Check with any Asio completion token: a callback, asio::use_awaitable, asio::use_future.
-  // The completion is posted to the token's associated executor, never run inside this call.
+  // The completion runs on the token's associated executor, never inside this call
+  // (AsyncFromCallback).
   template <typename CompletionToken>
   auto AsyncCheck(const Request& request, CompletionToken&& token) const {
-    return boost::asio::async_initiate<CompletionToken, void(Decision)>(
-        [this](auto handler, const Request& req) {
-          auto work = boost::asio::make_work_guard(boost::asio::get_associated_executor(handler));
-          auto shared = std::make_shared<decltype(handler)>(std::move(handler));
-          Check(req, [shared, work](Decision decision) mutable {
-            boost::asio::post(work.get_executor(),
-                              [shared, decision = std::move(decision)]() mutable {
-                                (*shared)(std::move(decision));
-                              });
-            work.reset();
-          });
-        },
-        token, request);
+    return AsyncFromCallback<Decision>(
+        // A copy: an awaitable starts only when awaited, maybe after `request` is gone.
+        [this, request](DecisionCallback done) { Check(request, std::move(done)); },
+        std::forward<CompletionToken>(token));
   }
 
   // Check, waiting for the decision. Must not be called on the store's own thread.

@@ -25,19 +25,33 @@ bool Idempotent(bhttp::verb method) {
          method == verb::put || method == verb::delete_ || method == verb::trace;
 }
 
-// Removes Connection, every header it lists, and the fixed hop-by-hop headers.
+// The headers that belong to one connection whatever Connection says (RFC 9110 7.6.1).
+bool IsHopByHop(bhttp::field name) {
+  using bhttp::field;
+  return name == field::connection || name == field::keep_alive ||
+         name == field::proxy_connection || name == field::te || name == field::trailer ||
+         name == field::transfer_encoding || name == field::upgrade;
+}
+
+// Removes Connection, every header it lists, and the fixed hop-by-hop headers, in one pass
+// over the fields; the usual Connection values (keep-alive, close) name nothing else to remove.
 template <bool IsRequest>
 void RemoveHopByHop(bhttp::message<IsRequest, bhttp::string_body>& message) {
   std::vector<std::string> named;
   for (auto it = message.find(bhttp::field::connection);
        it != message.end() && it->name() == bhttp::field::connection; ++it) {
-    for (auto token : bhttp::token_list(it->value())) named.emplace_back(token);
+    for (auto token : bhttp::token_list(it->value())) {
+      if (!IsHopByHop(bhttp::string_to_field(token)) && !beast::iequals(token, "close")) {
+        named.emplace_back(token);
+      }
+    }
   }
-  for (const std::string& name : named) message.erase(beast::string_view(name));
-  for (bhttp::field f : {bhttp::field::connection, bhttp::field::keep_alive,
-                         bhttp::field::proxy_connection, bhttp::field::te, bhttp::field::trailer,
-                         bhttp::field::transfer_encoding, bhttp::field::upgrade}) {
-    message.erase(f);
+  for (auto it = message.begin(); it != message.end();) {
+    const bool hop = IsHopByHop(it->name()) ||
+                     std::any_of(named.begin(), named.end(), [&](const std::string& name) {
+                       return beast::iequals(it->name_string(), name);
+                     });
+    it = hop ? message.erase(it) : std::next(it);
   }
 }
 

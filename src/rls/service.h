@@ -11,10 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include <boost/asio/associated_executor.hpp>
-#include <boost/asio/async_result.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/post.hpp>
+#include "sluice/async_callback.h"
 
 #include "config/rls_config.h"
 #include "rls/descriptor_matcher.h"
@@ -49,23 +46,14 @@ class Service {
   // or on a store's thread, and must not block.
   void ShouldRateLimit(const RateLimitRequest& request, ResponseCallback done);
 
-  // ShouldRateLimit with any Asio completion token; the completion is posted to the token's
-  // associated executor.
+  // ShouldRateLimit with any Asio completion token; the completion runs on the token's
+  // associated executor, never inside this call (AsyncFromCallback).
   template <typename CompletionToken>
   auto AsyncShouldRateLimit(const RateLimitRequest& request, CompletionToken&& token) {
-    return boost::asio::async_initiate<CompletionToken, void(Result<RateLimitResponse>)>(
-        [this](auto handler, const RateLimitRequest& req) {
-          auto work = boost::asio::make_work_guard(boost::asio::get_associated_executor(handler));
-          auto shared = std::make_shared<decltype(handler)>(std::move(handler));
-          ShouldRateLimit(req, [shared, work](Result<RateLimitResponse> response) mutable {
-            boost::asio::post(work.get_executor(),
-                              [shared, response = std::move(response)]() mutable {
-                                (*shared)(std::move(response));
-                              });
-            work.reset();
-          });
-        },
-        token, request);
+    return AsyncFromCallback<Result<RateLimitResponse>>(
+        // A copy: an awaitable starts only when awaited, maybe after `request` is gone.
+        [this, request](ResponseCallback done) { ShouldRateLimit(request, std::move(done)); },
+        std::forward<CompletionToken>(token));
   }
 
   // Calls waiting for the store now.
