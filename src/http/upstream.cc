@@ -1,6 +1,9 @@
 #include "http/upstream.h"
 
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <optional>
 
 #include "http/wire.h"
@@ -55,6 +58,15 @@ void RemoveHopByHop(bhttp::message<IsRequest, bhttp::string_body>& message) {
   }
 }
 
+// Whether the upstream has neither closed a pooled connection nor sent on it unasked: nothing
+// to read, and no end of stream. Upstreams close idle connections on their own schedule (a few
+// seconds for some), and a request that cannot be retried must not go out on one of those.
+bool StillOpen(Socket& socket) {
+  char byte = 0;
+  const ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
 }  // namespace
 
 std::string JoinedHeader(const HttpRequest& request, std::string_view name) {
@@ -93,11 +105,13 @@ UpstreamPool::UpstreamPool(asio::io_context& io, config::UpstreamConfig config, 
 
 size_t UpstreamPool::Idle() const { return idle_.size(); }
 
-UpstreamPool::ConnectionPtr UpstreamPool::TakeIdle() {
-  if (idle_.empty()) return nullptr;
-  ConnectionPtr connection = std::move(idle_.back());
-  idle_.pop_back();
-  return connection;
+UpstreamPool::ConnectionPtr UpstreamPool::TakeIdle(bool checked) {
+  while (!idle_.empty()) {
+    ConnectionPtr connection = std::move(idle_.back());
+    idle_.pop_back();
+    if (!checked || StillOpen(connection->socket)) return connection;
+  }
+  return nullptr;
 }
 
 void UpstreamPool::GiveBack(ConnectionPtr connection) {
@@ -157,7 +171,9 @@ Awaitable<HttpResponse> UpstreamPool::Forward(HttpRequest request) {
   // Pooled connections that turn out dead are dropped one by one; a new one ends the loop.
   for (;;) {
     beast::error_code ec;
-    ConnectionPtr connection = TakeIdle();
+    // A request that may go twice is retried if its pooled connection turns out dead; any
+    // other gets one the upstream has not closed (one syscall to check).
+    ConnectionPtr connection = TakeIdle(/*checked=*/!Idempotent(request.method()));
     const bool reused = connection != nullptr;
     if (!connection) {
       connection = co_await Connect(ec);

@@ -24,7 +24,8 @@ class UpstreamPool {
   // Sends `request` and returns the upstream's response, or 502 (cannot connect, broken
   // response, a body over max_response_bytes) or 504 (no answer within the timeout). For idempotent
   // methods, a pooled connection that turns out to be closed is dropped and the request tried on
-  // the next one, or on a new connection.
+  // the next one, or on a new connection; other methods go only on a pooled connection the
+  // upstream has not closed, or on a new one.
   Awaitable<HttpResponse> Forward(HttpRequest request);
 
   size_t Idle() const;
@@ -44,7 +45,8 @@ class UpstreamPool {
   Awaitable<beast::error_code> Exchange(Connection& connection, const HttpRequest& request,
                                         HttpResponse& response);
   Awaitable<ConnectionPtr> Connect(beast::error_code& ec);
-  ConnectionPtr TakeIdle();
+  // The most recently used idle connection; when `checked`, only one still open at the other end.
+  ConnectionPtr TakeIdle(bool checked);
   void GiveBack(ConnectionPtr connection);
 
   asio::io_context& io_;

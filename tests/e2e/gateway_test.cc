@@ -1,8 +1,16 @@
 // `sluice serve` as users run it: real processes (gateways, the demo upstream, redis-server) on
 // loopback ports, driven over HTTP.
-#include <gtest/gtest.h>
-#include <signal.h>
+#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
 
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 #include <fstream>
 #include <future>
 #include <thread>
@@ -28,6 +36,65 @@ std::string RedisStore(const RedisServer& redis, const std::string& failure = "o
   return "store: {type: redis, url: 'redis://127.0.0.1:" + std::to_string(redis.port()) +
          "', timeout: 200ms}\nfailure: " + failure + "\n";
 }
+
+// An upstream that answers 200 to every request and closes a connection once it has been idle
+// for `idle`, as a server with a short keep-alive timeout does (Node's is 5 s).
+class ClosingUpstream {
+ public:
+  explicit ClosingUpstream(milliseconds idle)
+      : idle_(idle),
+        acceptor_(io_,
+                  boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0)),
+        accepting_([this] { Accept(); }) {}
+  ~ClosingUpstream() {
+    stopping_ = true;
+    ::shutdown(acceptor_.native_handle(), SHUT_RDWR);  // ends the blocking accept
+    accepting_.join();
+    for (std::thread& t : serving_) t.join();
+  }
+  ClosingUpstream(const ClosingUpstream&) = delete;
+  ClosingUpstream& operator=(const ClosingUpstream&) = delete;
+
+  uint16_t port() const { return acceptor_.local_endpoint().port(); }
+
+ private:
+  void Accept() {
+    while (!stopping_) {
+      boost::asio::ip::tcp::socket socket(io_);
+      boost::system::error_code ec;
+      acceptor_.accept(socket, ec);
+      if (ec) return;
+      serving_.emplace_back([this, s = std::move(socket)]() mutable { Serve(s); });
+    }
+  }
+
+  void Serve(boost::asio::ip::tcp::socket& socket) const {
+    namespace bhttp = boost::beast::http;
+    boost::beast::flat_buffer buffer;
+    while (!stopping_) {
+      pollfd readable{socket.native_handle(), POLLIN, 0};
+      if (buffer.size() == 0 && ::poll(&readable, 1, static_cast<int>(idle_.count())) <= 0) {
+        return;  // idle too long: the socket closes
+      }
+      bhttp::request<bhttp::string_body> request;
+      boost::system::error_code ec;
+      bhttp::read(socket, buffer, request, ec);
+      if (ec) return;
+      bhttp::response<bhttp::string_body> response{bhttp::status::ok, 11};
+      response.body() = "ok";
+      response.prepare_payload();
+      bhttp::write(socket, response, ec);
+      if (ec) return;
+    }
+  }
+
+  const milliseconds idle_;
+  std::atomic<bool> stopping_{false};
+  boost::asio::io_context io_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::vector<std::thread> serving_;
+  std::thread accepting_;
+};
 
 TEST(GatewayE2eTest, ThreeGatewaysOneRedisAdmitExactlyTheLimit) {
   RedisServer redis;
@@ -324,6 +391,20 @@ TEST(GatewayE2eTest, AHeadRequestGetsNoBodyWhoeverAnswers) {
     EXPECT_TRUE(answer.starts_with(status)) << answer;
     EXPECT_TRUE(answer.ends_with("\r\n\r\n")) << answer;
     EXPECT_NE(answer.find("Content-Length: "), std::string::npos) << answer;
+  }
+}
+
+TEST(GatewayE2eTest, ARequestThatCannotGoTwiceGoesOnAConnectionTheUpstreamHasNotClosed) {
+  ClosingUpstream upstream(milliseconds(100));
+  Gateway gateway(upstream.port(), "rules: []\n");
+  // Each event loop keeps a connection to the upstream, which then closes them.
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(gateway.Get("/warm").status, 200);
+  std::this_thread::sleep_for(milliseconds(400));
+  // A POST cannot be retried on a new connection after failing on a dead one, so it must not
+  // be sent on one.
+  for (int i = 0; i < 4; ++i) {
+    HttpResult r = Fetch(gateway.proxy(), "POST", "/api/x", {}, "payload");
+    EXPECT_EQ(r.status, 200) << r.body;
   }
 }
 
