@@ -395,11 +395,11 @@ TEST(GatewayE2eTest, AHeadRequestGetsNoBodyWhoeverAnswers) {
 }
 
 TEST(GatewayE2eTest, ARequestThatCannotGoTwiceGoesOnAConnectionTheUpstreamHasNotClosed) {
-  ClosingUpstream upstream(milliseconds(100));
+  ClosingUpstream upstream(milliseconds(300));
   Gateway gateway(upstream.port(), "rules: []\n");
   // Each event loop keeps a connection to the upstream, which then closes them.
   for (int i = 0; i < 4; ++i) EXPECT_EQ(gateway.Get("/warm").status, 200);
-  std::this_thread::sleep_for(milliseconds(400));
+  std::this_thread::sleep_for(milliseconds(800));
   // A POST cannot be retried on a new connection after failing on a dead one, so it must not
   // be sent on one.
   for (int i = 0; i < 4; ++i) {

@@ -28,15 +28,20 @@ struct SocketPair {
 // A socket whose peer never writes, and its deadline.
 class SocketDeadlineTest : public testing::Test {
  protected:
-  // Starts a read that nothing will answer, and runs the loop for `time` at most; the read's
-  // time, if it ended.
+  // Moves the deadline, noting when: the socket may close no sooner than `timeout` after.
+  void ExpiresAfter(Clock::duration timeout) {
+    moved_at_ = Clock::now();
+    deadline_.ExpiresAfter(timeout);
+  }
+
+  // Starts a read that nothing will answer, and runs the loop for `time` at most; how long after
+  // the deadline's last move the read ended, if it did.
   std::optional<Clock::duration> ReadFor(Clock::duration time) {
     static char byte;
     std::optional<Clock::duration> ended;
-    const auto start = Clock::now();
     pair_.ours.async_read_some(asio::buffer(&byte, 1),
-                               [&ended, start](const boost::system::error_code&, size_t) {
-                                 ended = Clock::now() - start;
+                               [this, &ended](const boost::system::error_code&, size_t) {
+                                 ended = Clock::now() - moved_at_;
                                });
     io_.run_for(time);
     return ended;
@@ -45,10 +50,11 @@ class SocketDeadlineTest : public testing::Test {
   asio::io_context io_;
   SocketPair pair_{io_};
   SocketDeadline<Socket> deadline_{pair_.ours};
+  Clock::time_point moved_at_;
 };
 
 TEST_F(SocketDeadlineTest, ClosesTheSocketWhenItPassesAndEndsThePendingRead) {
-  deadline_.ExpiresAfter(milliseconds(50));
+  ExpiresAfter(milliseconds(50));
   std::optional<Clock::duration> read = ReadFor(milliseconds(2000));
   ASSERT_TRUE(read.has_value());
   EXPECT_GE(*read, milliseconds(50));
@@ -57,8 +63,8 @@ TEST_F(SocketDeadlineTest, ClosesTheSocketWhenItPassesAndEndsThePendingRead) {
 }
 
 TEST_F(SocketDeadlineTest, ALaterDeadlineCountsFromItsLastMove) {
-  deadline_.ExpiresAfter(milliseconds(30));
-  deadline_.ExpiresAfter(milliseconds(250));  // the timer set for 30 ms sets itself again
+  ExpiresAfter(milliseconds(30));
+  ExpiresAfter(milliseconds(250));  // the timer set for 30 ms sets itself again
   std::optional<Clock::duration> read = ReadFor(milliseconds(2000));
   ASSERT_TRUE(read.has_value());
   EXPECT_GE(*read, milliseconds(250));
@@ -66,15 +72,15 @@ TEST_F(SocketDeadlineTest, ALaterDeadlineCountsFromItsLastMove) {
 }
 
 TEST_F(SocketDeadlineTest, AnEarlierDeadlineSetsTheTimerAgain) {
-  deadline_.ExpiresAfter(std::chrono::hours(1));
-  deadline_.ExpiresAfter(milliseconds(30));
+  ExpiresAfter(std::chrono::hours(1));
+  ExpiresAfter(milliseconds(30));
   std::optional<Clock::duration> read = ReadFor(milliseconds(2000));
   ASSERT_TRUE(read.has_value());
   EXPECT_TRUE(deadline_.expired());
 }
 
 TEST_F(SocketDeadlineTest, NoDeadlineLeavesTheSocketOpen) {
-  deadline_.ExpiresAfter(milliseconds(30));
+  ExpiresAfter(milliseconds(30));
   deadline_.ExpiresNever();
   EXPECT_FALSE(ReadFor(milliseconds(200)).has_value());
   EXPECT_FALSE(deadline_.expired());
