@@ -8,7 +8,9 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/system_executor.hpp>
 #include <memory>
+#include <type_traits>
 #include <utility>
 
 namespace sluice {
@@ -18,7 +20,7 @@ namespace sluice {
 // associated executor. A result given while `start` runs is posted, so that the completion never
 // runs inside this call; one given later is dispatched, so that a result that arrives on the
 // executor's own thread (a store's reply on the gateway's event loop) completes at once, without
-// another turn of the loop.
+// another turn of the loop. A token with no executor of its own is always posted.
 template <typename Result, typename Start, typename CompletionToken>
 auto AsyncFromCallback(Start&& start, CompletionToken&& token) {
   return boost::asio::async_initiate<CompletionToken, void(Result)>(
@@ -39,7 +41,10 @@ auto AsyncFromCallback(Start&& start, CompletionToken&& token) {
             operation->handler(std::move(result));
           };
           const Executor target = operation->work.get_executor();
-          if (operation->started.load(std::memory_order_acquire)) {
+          // No executor of the caller's own (a plain callback, a future): posted, so that the
+          // completion never runs on, and never blocks, the thread that gave the result.
+          constexpr bool kOwnExecutor = !std::is_same_v<Executor, boost::asio::system_executor>;
+          if (kOwnExecutor && operation->started.load(std::memory_order_acquire)) {
             boost::asio::dispatch(target, std::move(complete));
           } else {
             boost::asio::post(target, std::move(complete));

@@ -106,10 +106,16 @@ UpstreamPool::UpstreamPool(asio::io_context& io, config::UpstreamConfig config, 
 size_t UpstreamPool::Idle() const { return idle_.size(); }
 
 UpstreamPool::ConnectionPtr UpstreamPool::TakeIdle(bool checked) {
+  // Upstreams end idle connections after seconds, some with a last answer (408) that would be
+  // read as the next request's: one idle that long is checked whatever the method. Under load a
+  // connection comes back within milliseconds, and is not.
+  constexpr auto kQuiet = std::chrono::seconds(1);
+  const auto now = std::chrono::steady_clock::now();
   while (!idle_.empty()) {
     ConnectionPtr connection = std::move(idle_.back());
     idle_.pop_back();
-    if (!checked || StillOpen(connection->socket)) return connection;
+    const bool check = checked || now - connection->idle_since >= kQuiet;
+    if (!check || StillOpen(connection->socket)) return connection;
   }
   return nullptr;
 }
@@ -119,6 +125,7 @@ void UpstreamPool::GiveBack(ConnectionPtr connection) {
   if (!connection->socket.is_open()) return;
   // An idle connection's old deadline must not close it in the pool.
   connection->deadline.ExpiresNever();
+  connection->idle_since = std::chrono::steady_clock::now();
   if (idle_.size() < idle_max_) idle_.push_back(std::move(connection));
 }
 

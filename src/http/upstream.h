@@ -4,6 +4,7 @@
 
 #include <utility>  // before asio: Boost 1.74's coroutine support needs it first
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -37,6 +38,7 @@ class UpstreamPool {
     explicit Connection(asio::io_context& io) : socket(io), deadline(socket) {}
     Socket socket;
     SocketDeadline<Socket> deadline;
+    std::chrono::steady_clock::time_point idle_since;  // when it went back to the pool
     beast::flat_buffer buffer;
     std::string head;
   };
@@ -45,7 +47,8 @@ class UpstreamPool {
   Awaitable<beast::error_code> Exchange(Connection& connection, const HttpRequest& request,
                                         HttpResponse& response);
   Awaitable<ConnectionPtr> Connect(beast::error_code& ec);
-  // The most recently used idle connection; when `checked`, only one still open at the other end.
+  // The most recently used idle connection; when `checked`, or when it has been idle a while,
+  // only one still open at the other end with nothing unasked waiting on it.
   ConnectionPtr TakeIdle(bool checked);
   void GiveBack(ConnectionPtr connection);
 

@@ -5,6 +5,7 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <functional>
+#include <future>
 #include <thread>
 
 namespace sluice {
@@ -50,6 +51,15 @@ TEST(AsyncFromCallbackTest, AResultFromAnotherThreadCompletesOnTheExecutor) {
       }));
   io.run();
   EXPECT_EQ(completed_on, std::this_thread::get_id());
+}
+
+TEST(AsyncFromCallbackTest, ACallbackWithNoExecutorNeverRunsOnTheThreadThatGaveTheResult) {
+  std::promise<std::thread::id> completed_on;
+  IntCallback later;
+  AsyncFromCallback<int>([&](IntCallback done) { later = std::move(done); },
+                         [&](int) { completed_on.set_value(std::this_thread::get_id()); });
+  later(1);  // given after the call, on this thread: posted to the system executor's threads
+  EXPECT_NE(completed_on.get_future().get(), std::this_thread::get_id());
 }
 
 }  // namespace

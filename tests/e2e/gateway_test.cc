@@ -38,11 +38,13 @@ std::string RedisStore(const RedisServer& redis, const std::string& failure = "o
 }
 
 // An upstream that answers 200 to every request and closes a connection once it has been idle
-// for `idle`, as a server with a short keep-alive timeout does (Node's is 5 s).
+// for `idle`, as a server with a short keep-alive timeout does (Node's is 5 s), after writing
+// `farewell` on it (some send a 408).
 class ClosingUpstream {
  public:
-  explicit ClosingUpstream(milliseconds idle)
+  ClosingUpstream(milliseconds idle, std::string farewell)
       : idle_(idle),
+        farewell_(std::move(farewell)),
         acceptor_(io_,
                   boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0)),
         accepting_([this] { Accept(); }) {}
@@ -74,6 +76,8 @@ class ClosingUpstream {
     while (!stopping_) {
       pollfd readable{socket.native_handle(), POLLIN, 0};
       if (buffer.size() == 0 && ::poll(&readable, 1, static_cast<int>(idle_.count())) <= 0) {
+        boost::system::error_code ignored;
+        boost::asio::write(socket, boost::asio::buffer(farewell_), ignored);
         return;  // idle too long: the socket closes
       }
       bhttp::request<bhttp::string_body> request;
@@ -89,6 +93,7 @@ class ClosingUpstream {
   }
 
   const milliseconds idle_;
+  const std::string farewell_;
   std::atomic<bool> stopping_{false};
   boost::asio::io_context io_;
   boost::asio::ip::tcp::acceptor acceptor_;
@@ -395,7 +400,7 @@ TEST(GatewayE2eTest, AHeadRequestGetsNoBodyWhoeverAnswers) {
 }
 
 TEST(GatewayE2eTest, ARequestThatCannotGoTwiceGoesOnAConnectionTheUpstreamHasNotClosed) {
-  ClosingUpstream upstream(milliseconds(300));
+  ClosingUpstream upstream(milliseconds(300), "");
   Gateway gateway(upstream.port(), "rules: []\n");
   // Each event loop keeps a connection to the upstream, which then closes them.
   for (int i = 0; i < 4; ++i) EXPECT_EQ(gateway.Get("/warm").status, 200);
@@ -405,6 +410,18 @@ TEST(GatewayE2eTest, ARequestThatCannotGoTwiceGoesOnAConnectionTheUpstreamHasNot
   for (int i = 0; i < 4; ++i) {
     HttpResult r = Fetch(gateway.proxy(), "POST", "/api/x", {}, "payload");
     EXPECT_EQ(r.status, 200) << r.body;
+  }
+}
+
+TEST(GatewayE2eTest, AnUpstreamsLastWordsOnAnIdleConnectionAnswerNoRequest) {
+  ClosingUpstream upstream(milliseconds(300),
+                           "HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n");
+  Gateway gateway(upstream.port(), "rules: []\n");
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(gateway.Get("/warm").status, 200);
+  std::this_thread::sleep_for(milliseconds(1200));  // past the pool's quiet time of 1 s
+  for (int i = 0; i < 4; ++i) {
+    HttpResult r = gateway.Get("/api/x");
+    EXPECT_EQ(r.status, 200) << "the upstream's parting 408 was taken for the answer";
   }
 }
 

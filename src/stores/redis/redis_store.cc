@@ -627,7 +627,9 @@ class RedisStore::Connection : public std::enable_shared_from_this<Connection> {
       }
       Pending p = std::move(pending_.front());
       pending_.pop_front();
-      if (p.kind == Pending::Kind::kBucket) --calls_awaited_;
+      // A freed place goes to the waiting checks at once, before this call's checks resume their
+      // requests (which may take a while), so that Redis works meanwhile.
+      if (p.kind == Pending::Kind::kBucket && calls_awaited_-- == kMaxCallsAwaited) Flush();
       if (pending_.empty()) idle_since_write_ = true;
       OnReply(p, *reply);
       if (gen != generation_) return false;
