@@ -37,7 +37,7 @@ RateLimitRequest BenchRequest(int descriptors) {
   return request;
 }
 
-// The client gRPC generates for the service (its "stub").
+// The client class gRPC generates for the service.
 using RateLimitClient = RateLimitService::Stub;
 
 // What the call slots count, read by main once the last slot has stopped.

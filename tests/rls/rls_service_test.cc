@@ -86,7 +86,7 @@ class RlsProcess {
         [this] { return e2e::Healthy(admin_); });
     channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_),
                                    grpc::InsecureChannelCredentials());
-    stub_ = RateLimitService::NewStub(channel_);
+    client_ = RateLimitService::NewStub(channel_);
     EXPECT_TRUE(channel_->WaitForConnected(std::chrono::system_clock::now() + milliseconds(5000)));
   }
   ~RlsProcess() {
@@ -102,7 +102,7 @@ class RlsProcess {
                     milliseconds deadline = milliseconds(5000)) const {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + deadline);
-    return stub_->ShouldRateLimit(&context, request, response);
+    return client_->ShouldRateLimit(&context, request, response);
   }
 
   RateLimitResponse Ok(const RateLimitRequest& request) const {
@@ -122,7 +122,7 @@ class RlsProcess {
   std::filesystem::path dir_;
   std::unique_ptr<Process> process_;
   std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<RateLimitService::Stub> stub_;
+  std::unique_ptr<RateLimitService::Stub> client_;
 };
 
 RateLimitRequest Request(const std::vector<DescriptorEntries>& descriptors,
