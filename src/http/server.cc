@@ -1,5 +1,6 @@
 #include "http/server.h"
 
+#include <array>
 #include <optional>
 
 #include "http/deadline.h"
@@ -34,6 +35,19 @@ HttpResponse MakeResponse(bhttp::status status, std::string body, std::string_vi
 
 namespace {
 
+// What one read asks of the socket: Beast's own choice for its HTTP reads.
+constexpr size_t kReadSize = 65536;
+// How long a refused client may go on sending before its connection is closed.
+constexpr std::chrono::seconds kLingerTime{2};
+
+// Parses what `buffer` holds of a request, up to the end of its head. Not an error when the head
+// is not all there yet: an asynchronous read goes on from where this stopped.
+void ParseBuffered(bhttp::request_parser<bhttp::string_body>& parser, beast::flat_buffer& buffer,
+                   beast::error_code& ec) {
+  buffer.consume(parser.put(buffer.data(), ec));
+  if (ec == bhttp::error::need_more) ec = {};
+}
+
 // The answer to a request that could not be read, or none when the client just went away.
 std::optional<HttpResponse> ReadFailure(const beast::error_code& ec) {
   using bhttp::status;
@@ -63,6 +77,20 @@ struct InFlightGuard {
   InFlightGuard& operator=(const InFlightGuard&) = delete;
 };
 
+// Closing a socket with unread bytes resets the connection, and a client still sending a body
+// the gateway refused would lose the answer with it. So after that answer, what the client
+// still sends is read and dropped, until it closes or kLingerTime passes (nginx's lingering
+// close).
+Awaitable<void> Linger(Socket& socket, SocketDeadline<Socket>& deadline) {
+  beast::error_code ec;
+  socket.shutdown(Socket::shutdown_send, ec);
+  deadline.ExpiresAfter(kLingerTime);
+  std::array<char, 16384> dropped;
+  while (!ec) {
+    co_await socket.async_read_some(asio::buffer(dropped), asio::redirect_error(kUseAwaitable, ec));
+  }
+}
+
 // Sends the answer to a request that could not be read, and nothing when there is none: the
 // connection closes after it.
 Awaitable<void> SendFailure(Socket& socket, SocketDeadline<Socket>& deadline,
@@ -75,6 +103,7 @@ Awaitable<void> SendFailure(Socket& socket, SocketDeadline<Socket>& deadline,
   // The connection closes after it, so a body a HEAD request should not see cannot mislead.
   co_await AsyncWriteMessage(socket, *failure, head, /*with_body=*/true,
                              asio::redirect_error(kUseAwaitable, ec));
+  if (!ec) co_await Linger(socket, deadline);
 }
 
 Awaitable<void> Session(Socket socket, size_t loop, std::shared_ptr<Server::State> state) {
@@ -90,12 +119,23 @@ Awaitable<void> Session(Socket socket, size_t loop, std::shared_ptr<Server::Stat
     bhttp::request_parser<bhttp::string_body> parser;
     parser.header_limit(static_cast<uint32_t>(limits.max_header_bytes));
     parser.body_limit(limits.max_body_bytes);
-    // A kept-alive connection's next request may be long coming: its head gets the idle
-    // timeout; a first request's head, and any body, the header timeout.
-    deadline.ExpiresAfter(first ? limits.header_timeout : limits.idle_timeout);
+    // A kept-alive connection's next request may be long coming: the idle timeout bounds the
+    // wait for its first bytes, the header timeout the rest of its head, so that a head sent a
+    // byte at a time is cut off as on a new connection.
+    if (!first && buffer.size() == 0) {
+      deadline.ExpiresAfter(limits.idle_timeout);
+      const size_t n =
+          co_await socket.async_read_some(buffer.prepare(beast::read_size(buffer, kReadSize)),
+                                          asio::redirect_error(kUseAwaitable, ec));
+      buffer.commit(n);
+      if (!ec) ParseBuffered(parser, buffer, ec);
+    }
     first = false;
-    co_await bhttp::async_read_header(socket, buffer, parser,
-                                      asio::redirect_error(kUseAwaitable, ec));
+    if (!ec && !parser.is_header_done()) {
+      deadline.ExpiresAfter(limits.header_timeout);
+      co_await bhttp::async_read_header(socket, buffer, parser,
+                                        asio::redirect_error(kUseAwaitable, ec));
+    }
     // A socket the deadline closed cannot answer.
     if (ec) {
       if (!deadline.expired())

@@ -376,6 +376,43 @@ TEST(GatewayE2eTest, BadInputGetsAnAnswerAndOthersAreServedMeanwhile) {
   EXPECT_TRUE(Healthy(gateway.admin()));
 }
 
+TEST(GatewayE2eTest, AKeptAliveConnectionsNextHeadSentAByteAtATimeIsCutOff) {
+  Upstream upstream;
+  Gateway gateway(upstream.port(), "header_timeout: 1s\nrules: []\n");
+  const std::string first = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::string next = "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaa\r\n\r\n";
+  // The first request at once, then the next head a byte each 200 ms: 10 s in all, were it let.
+  const auto start = std::chrono::steady_clock::now();
+  const std::string answer = RawExchange(gateway.proxy(), first + next, milliseconds(3000),
+                                         milliseconds(200), first.size());
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 200")) << answer;
+  EXPECT_EQ(answer.find("HTTP/1.1", 1), std::string::npos) << "the slow head was answered";
+  // The header timeout, not the minute a kept-alive connection may idle, cut it off.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(2500));
+}
+
+TEST(GatewayE2eTest, AClientStillSendingARefusedBodyGetsItsAnswer) {
+  Upstream upstream;
+  Gateway gateway(upstream.port(), "max_body_bytes: 1024\nrules: []\n");
+  namespace asio = boost::asio;
+  asio::io_context io;
+  asio::ip::tcp::socket socket(io);
+  socket.connect({asio::ip::make_address("127.0.0.1"), gateway.proxy()});
+  // The whole upload before any read, as simple clients do: the 413 is sent after the head, and
+  // a connection closed on the rest of the body would reset under the client's writes.
+  const std::string body(4 << 20, 'b');
+  const std::string request =
+      "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+      body;
+  boost::beast::error_code ec;
+  asio::write(socket, asio::buffer(request), ec);
+  EXPECT_FALSE(ec) << "the upload was cut off: " << ec.message();
+  std::string answer;
+  asio::read(socket, asio::dynamic_buffer(answer), ec);
+  EXPECT_EQ(ec, asio::error::eof) << ec.message();
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 413")) << answer;
+}
+
 TEST(GatewayE2eTest, TheClientsTimeoutsDoNotRunWhileTheUpstreamAnswers) {
   Upstream upstream;
   Gateway gateway(upstream.port(), "header_timeout: 300ms\nrules: []\n");

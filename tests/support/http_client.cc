@@ -48,7 +48,7 @@ HttpResult Fetch(uint16_t port, const std::string& method, const std::string& ta
 }
 
 std::string RawExchange(uint16_t port, const std::string& bytes, std::chrono::milliseconds timeout,
-                        std::chrono::milliseconds pause) {
+                        std::chrono::milliseconds pause, size_t trickle_from) {
   asio::io_context io;
   tcp::socket socket(io);
   beast::error_code ec;
@@ -66,8 +66,10 @@ std::string RawExchange(uint16_t port, const std::string& bytes, std::chrono::mi
       received.append(chunk, n);
     }
   };
-  const size_t step = pause.count() == 0 ? bytes.size() : 1;
   for (size_t sent = 0; sent < bytes.size();) {
+    const size_t step = pause.count() == 0    ? bytes.size() - sent
+                        : sent < trickle_from ? trickle_from - sent
+                                              : 1;
     size_t n = socket.write_some(
         asio::buffer(bytes.data() + sent, std::min(step, bytes.size() - sent)), ec);
     if (ec == asio::error::would_block) {
@@ -78,7 +80,7 @@ std::string RawExchange(uint16_t port, const std::string& bytes, std::chrono::mi
     if (ec) break;
     sent += n;
     if (!drain()) return received;
-    if (pause.count() != 0) std::this_thread::sleep_for(pause);
+    if (pause.count() != 0 && sent >= trickle_from) std::this_thread::sleep_for(pause);
   }
   const auto give_up = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < give_up && drain()) {

@@ -26,9 +26,10 @@ HttpResult Fetch(uint16_t port, const std::string& method, const std::string& ta
                  const std::vector<std::pair<std::string, std::string>>& headers = {},
                  const std::string& body = "");
 
-// Writes `bytes` (with `pause` between single bytes when set), then reads until the server
-// closes or `timeout` passes; returns what was read.
+// Writes `bytes` (from `trickle_from` on, with `pause` between single bytes when set), then reads
+// until the server closes or `timeout` passes; returns what was read.
 std::string RawExchange(uint16_t port, const std::string& bytes, std::chrono::milliseconds timeout,
-                        std::chrono::milliseconds pause = std::chrono::milliseconds(0));
+                        std::chrono::milliseconds pause = std::chrono::milliseconds(0),
+                        size_t trickle_from = 0);
 
 }  // namespace sluice::testing
