@@ -36,6 +36,13 @@ bool IsHopByHop(bhttp::field name) {
          name == field::transfer_encoding || name == field::upgrade;
 }
 
+// Whether a Connection option may remove the header it names. Host is every request's own
+// (RFC 9112 3.2): a client naming it would send the upstream a request it must refuse.
+bool RemovableByConnection(beast::string_view token) {
+  const bhttp::field name = bhttp::string_to_field(token);
+  return !IsHopByHop(name) && name != bhttp::field::host && !beast::iequals(token, "close");
+}
+
 // Removes Connection, every header it lists, and the fixed hop-by-hop headers, in one pass
 // over the fields; the usual Connection values (keep-alive, close) name nothing else to remove.
 template <bool IsRequest>
@@ -44,9 +51,7 @@ void RemoveHopByHop(bhttp::message<IsRequest, bhttp::string_body>& message) {
   for (auto it = message.find(bhttp::field::connection);
        it != message.end() && it->name() == bhttp::field::connection; ++it) {
     for (auto token : bhttp::token_list(it->value())) {
-      if (!IsHopByHop(bhttp::string_to_field(token)) && !beast::iequals(token, "close")) {
-        named.emplace_back(token);
-      }
+      if (RemovableByConnection(token)) named.emplace_back(token);
     }
   }
   for (auto it = message.begin(); it != message.end();) {

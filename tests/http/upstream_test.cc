@@ -18,7 +18,7 @@ TEST(UpstreamTest, ARequestLosesItsHopByHopHeadersAndGainsXForwardedFor) {
   HttpRequest request{bhttp::verb::post, "/api/x", 11};
   request.set(bhttp::field::host, "example.com");
   request.insert(bhttp::field::connection, "keep-alive, X-Hop");
-  request.insert(bhttp::field::connection, "x-other-hop");
+  request.insert(bhttp::field::connection, "x-other-hop, Host");
   request.set("X-Hop", "1");
   request.set("X-Other-Hop", "2");
   request.set("Keep-Alive", "timeout=5");
@@ -34,6 +34,7 @@ TEST(UpstreamTest, ARequestLosesItsHopByHopHeadersAndGainsXForwardedFor) {
   PrepareUpstreamRequest(request, Peer(boost::asio::ip::make_address("::ffff:203.0.113.9")));
   EXPECT_EQ(Names(request.base()),
             (std::vector<std::string>{"Host", "X-Kept", "X-Forwarded-For", "Content-Length"}));
+  EXPECT_EQ(request[bhttp::field::host], "example.com") << "a Connection option removed Host";
   EXPECT_EQ(request["X-Forwarded-For"], "198.51.100.1, 203.0.113.9");
   EXPECT_EQ(request[bhttp::field::content_length], "5");
   EXPECT_TRUE(request.keep_alive());
