@@ -1,6 +1,5 @@
 #include "http/server.h"
 
-#include <array>
 #include <optional>
 
 #include "http/deadline.h"
@@ -77,33 +76,36 @@ struct InFlightGuard {
   InFlightGuard& operator=(const InFlightGuard&) = delete;
 };
 
-// Closing a socket with unread bytes resets the connection, and a client still sending a body
-// the gateway refused would lose the answer with it. So after that answer, what the client
-// still sends is read and dropped, until it closes or kLingerTime passes (nginx's lingering
-// close).
-Awaitable<void> Linger(Socket& socket, SocketDeadline<Socket>& deadline) {
+// Closing a socket with unread bytes resets the connection, and the reset can overtake the
+// last answer: a client still sending a body the gateway refused, or requests pipelined behind
+// a `Connection: close`, would lose it. So after the last answer the send side is shut and what
+// the client still sends is read into `buffer` and dropped, until it closes or kLingerTime
+// passes (nginx's lingering close).
+Awaitable<void> Linger(Socket& socket, SocketDeadline<Socket>& deadline,
+                       beast::flat_buffer& buffer) {
   beast::error_code ec;
   socket.shutdown(Socket::shutdown_send, ec);
   deadline.ExpiresAfter(kLingerTime);
-  std::array<char, 16384> dropped;
   while (!ec) {
-    co_await socket.async_read_some(asio::buffer(dropped), asio::redirect_error(kUseAwaitable, ec));
+    buffer.clear();
+    co_await socket.async_read_some(buffer.prepare(beast::read_size(buffer, kReadSize)),
+                                    asio::redirect_error(kUseAwaitable, ec));
   }
 }
 
-// Sends the answer to a request that could not be read, and nothing when there is none: the
-// connection closes after it.
-Awaitable<void> SendFailure(Socket& socket, SocketDeadline<Socket>& deadline,
+// Sends the answer to a request that could not be read, after which the connection ends; false
+// when there is none (the client went away) or it could not be sent.
+Awaitable<bool> SendFailure(Socket& socket, SocketDeadline<Socket>& deadline,
                             std::optional<HttpResponse> failure, std::string& head,
                             std::chrono::milliseconds timeout) {
-  if (!failure) co_return;
+  if (!failure) co_return false;
   failure->keep_alive(false);
   deadline.ExpiresAfter(timeout);
   beast::error_code ec;
-  // The connection closes after it, so a body a HEAD request should not see cannot mislead.
+  // The connection ends after it, so a body a HEAD request should not see cannot mislead.
   co_await AsyncWriteMessage(socket, *failure, head, /*with_body=*/true,
                              asio::redirect_error(kUseAwaitable, ec));
-  if (!ec) co_await Linger(socket, deadline);
+  co_return !ec;
 }
 
 Awaitable<void> Session(Socket socket, size_t loop, std::shared_ptr<Server::State> state) {
@@ -115,7 +117,9 @@ Awaitable<void> Session(Socket socket, size_t loop, std::shared_ptr<Server::Stat
   beast::flat_buffer buffer;
   std::string head;  // each response's head, written into the same memory
   bool first = true;
+  bool answered = false;  // whether the connection ends right after an answer
   while (!state->stopping) {
+    answered = false;
     bhttp::request_parser<bhttp::string_body> parser;
     parser.header_limit(static_cast<uint32_t>(limits.max_header_bytes));
     parser.body_limit(limits.max_body_bytes);
@@ -138,8 +142,10 @@ Awaitable<void> Session(Socket socket, size_t loop, std::shared_ptr<Server::Stat
     }
     // A socket the deadline closed cannot answer.
     if (ec) {
-      if (!deadline.expired())
-        co_await SendFailure(socket, deadline, ReadFailure(ec), head, limits.write_timeout);
+      if (!deadline.expired()) {
+        answered =
+            co_await SendFailure(socket, deadline, ReadFailure(ec), head, limits.write_timeout);
+      }
       break;
     }
     // Counted from a request's head to the end of its response, so that a drain waits for it.
@@ -164,7 +170,8 @@ Awaitable<void> Session(Socket socket, size_t loop, std::shared_ptr<Server::Stat
           ec ? ReadFailure(ec)
              : MakeResponse(bhttp::status::bad_request, "bad request: unframed body\n");
       if (!deadline.expired()) {
-        co_await SendFailure(socket, deadline, std::move(failure), head, limits.write_timeout);
+        answered =
+            co_await SendFailure(socket, deadline, std::move(failure), head, limits.write_timeout);
       }
       break;
     }
@@ -181,9 +188,15 @@ Awaitable<void> Session(Socket socket, size_t loop, std::shared_ptr<Server::Stat
     deadline.ExpiresAfter(limits.write_timeout);
     co_await AsyncWriteMessage(socket, response, head, with_body,
                                asio::redirect_error(kUseAwaitable, ec));
+    answered = !ec;
     if (ec || !response.keep_alive()) break;
   }
-  socket.shutdown(Socket::shutdown_send, ec);
+  // After the loop: a drain does not wait for it, and the last request's memory is gone.
+  if (answered) {
+    co_await Linger(socket, deadline, buffer);
+  } else {
+    socket.shutdown(Socket::shutdown_send, ec);
+  }
 }
 
 Awaitable<void> Accept(std::shared_ptr<Server::State> state) {

@@ -42,16 +42,18 @@ using Handler =
 struct ServerLimits {
   size_t max_header_bytes = size_t{16} * 1024;
   size_t max_body_bytes = size_t{10} * 1024 * 1024;
-  std::chrono::milliseconds header_timeout{10'000};  // to receive a request's head and body
+  std::chrono::milliseconds header_timeout{10'000};  // to receive a request's head, then its body
   std::chrono::milliseconds idle_timeout{60'000};    // between requests on a kept-alive connection
   std::chrono::milliseconds write_timeout{30'000};
   size_t max_connections = 4096;  // connections past this are closed at once
 };
 
 // Listens on one endpoint and serves each connection with `handler`, on the event loops in turn.
-// Malformed requests get 400, oversized headers 431, oversized bodies 413, and the connection is
-// closed after each of them; a client too slow to send its request within the header timeout is
-// disconnected.
+// Malformed requests get 400, oversized headers 431, oversized bodies 413, and the connection
+// ends after each of them; a client too slow to send a request's head (from its first byte on a
+// kept-alive connection) or then its body, each within the header timeout, is disconnected. A
+// connection that ends after an answer is shut for sending, and what the client still sends is
+// read and dropped for up to 2 s, so that a reset does not overtake the answer.
 class Server {
  public:
   // Accepts on the first loop; `loops` must outlive the server's connections.
