@@ -7,6 +7,7 @@
 
 #include "http/client_address.h"
 #include "http/request_attributes.h"
+#include "http/string_views.h"
 #include "sluice/headers.h"
 #include "sluice/local_counting_store.h"
 
@@ -29,7 +30,7 @@ HttpResponse JsonError(bhttp::status status, const std::string& message) {
 void AddHeaders(HttpResponse& response, const Decision& decision, const Snapshot& snapshot) {
   for (const auto& [name, value] :
        RateLimitHeaders(decision, snapshot.rules(), snapshot.config.headers)) {
-    response.set(beast::string_view(name.data(), name.size()), value);
+    response.set(BeastView(name), value);
   }
 }
 
@@ -63,12 +64,10 @@ Result<Request> ParseCheckBody(const std::string& body) {
   return request;
 }
 
-std::string_view View(beast::string_view s) { return {s.data(), s.size()}; }
-
 std::optional<std::string_view> FindHeader(const HttpRequest& request, std::string_view name) {
-  auto it = request.find(beast::string_view(name.data(), name.size()));
+  auto it = request.find(BeastView(name));
   if (it == request.end()) return std::nullopt;
-  return std::string_view(it->value().data(), it->value().size());
+  return StdView(it->value());
 }
 
 std::string_view PathOf(std::string_view target) { return target.substr(0, target.find('?')); }
@@ -211,7 +210,7 @@ Awaitable<Decision> Gateway::Decide(const Snapshot& snapshot, const Request& req
 }
 
 Awaitable<HttpResponse> Gateway::HandleCheck(HttpRequest request, const Peer& peer, size_t loop) {
-  const std::string_view target(request.target().data(), request.target().size());
+  const std::string_view target = StdView(request.target());
   if (target == "/v1/check") {
     if (request.method() != bhttp::verb::post) {
       co_return JsonError(bhttp::status::method_not_allowed, "use POST");
@@ -258,8 +257,8 @@ Awaitable<HttpResponse> Gateway::HandleProxy(HttpRequest request, const Peer& pe
   std::shared_ptr<const Snapshot> snapshot = Current();
   const Decision decision =
       co_await Decide(*snapshot,
-                      Attributes(*snapshot, request, peer, View(request.method_string()),
-                                 PathOf(View(request.target()))),
+                      Attributes(*snapshot, request, peer, StdView(request.method_string()),
+                                 PathOf(StdView(request.target()))),
                       loop);
   if (!decision.allowed || decision.error.code() == StatusCode::kInvalidArgument) {
     co_return Refusal(decision, *snapshot, request.version());
@@ -290,7 +289,7 @@ Awaitable<HttpResponse> Gateway::CheckAuthRequest(const HttpRequest& request, co
     co_return MakeResponse(bhttp::status::bad_request, decision.error.message() + "\n");
   }
   // nginx denies only on 401 and 403; "?deny=403" asks for that instead of 429.
-  const std::string_view target(request.target().data(), request.target().size());
+  const std::string_view target = StdView(request.target());
   const bool deny_403 = target.find("deny=403") != std::string_view::npos;
   bhttp::status status = bhttp::status::ok;
   if (!decision.allowed) {
@@ -301,9 +300,18 @@ Awaitable<HttpResponse> Gateway::CheckAuthRequest(const HttpRequest& request, co
   co_return response;
 }
 
+std::string Gateway::MetricsText() const {
+  std::string text =
+      metrics_.Render(gauges_ ? gauges_() : std::vector<std::pair<std::string, double>>{});
+  if (const auto& local = Current()->local_counts) {
+    text += Metrics::RenderLocalCounting(local->Stats());
+  }
+  return text;
+}
+
 Awaitable<HttpResponse> Gateway::HandleAdmin(HttpRequest request, const Peer& /*peer*/,
                                              size_t /*loop*/) {
-  const std::string_view target(request.target().data(), request.target().size());
+  const std::string_view target = StdView(request.target());
   if (target == "/healthz") co_return MakeResponse(bhttp::status::ok, "ok\n");
   if (target == "/readyz") {
     const bool ready = ready_();
@@ -311,12 +319,7 @@ Awaitable<HttpResponse> Gateway::HandleAdmin(HttpRequest request, const Peer& /*
                            ready ? "ready\n" : "store unreachable\n");
   }
   if (target == "/metrics") {
-    std::string text =
-        metrics_.Render(gauges_ ? gauges_() : std::vector<std::pair<std::string, double>>{});
-    if (const auto& local = Current()->local_counts) {
-      text += Metrics::RenderLocalCounting(local->Stats());
-    }
-    co_return MakeResponse(bhttp::status::ok, std::move(text), "text/plain; version=0.0.4");
+    co_return MakeResponse(bhttp::status::ok, MetricsText(), "text/plain; version=0.0.4");
   }
   co_return MakeResponse(bhttp::status::not_found, "try /healthz, /readyz or /metrics\n");
 }

@@ -71,6 +71,9 @@ class Gateway {
 
   void LogShadowRejections(const Decision& decision, const std::vector<Rule>& rules);
 
+  // /metrics: the counters, the gauges, and the local counting's figures when rules count locally.
+  std::string MetricsText() const;
+
   Awaitable<HttpResponse> CheckJson(const HttpRequest& request, size_t loop);
   Awaitable<HttpResponse> CheckAuthRequest(const HttpRequest& request, const Peer& peer,
                                            size_t loop);

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "http/deadline.h"
+#include "http/string_views.h"
 #include "http/wire.h"
 
 namespace sluice::http {
@@ -24,8 +25,7 @@ HttpResponse MakeResponse(bhttp::status status, std::string body, std::string_vi
                           unsigned version, bool keep_alive) {
   HttpResponse response{status, version};
   response.set(bhttp::field::server, "sluice");
-  response.set(bhttp::field::content_type,
-               beast::string_view(content_type.data(), content_type.size()));
+  response.set(bhttp::field::content_type, BeastView(content_type));
   response.body() = std::move(body);
   response.keep_alive(keep_alive);
   response.prepare_payload();

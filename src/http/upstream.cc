@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <optional>
 
+#include "http/string_views.h"
 #include "http/wire.h"
 
 namespace sluice::http {
@@ -76,7 +77,7 @@ bool StillOpen(Socket& socket) {
 
 std::string JoinedHeader(const HttpRequest& request, std::string_view name) {
   std::string joined;
-  auto [begin, end] = request.equal_range(beast::string_view(name.data(), name.size()));
+  auto [begin, end] = request.equal_range(BeastView(name));
   for (auto it = begin; it != end; ++it) {
     if (!joined.empty()) joined += ", ";
     joined.append(it->value().data(), it->value().size());

@@ -3,13 +3,13 @@
 #include <charconv>
 #include <string_view>
 
+#include "http/string_views.h"
+
 namespace sluice::http {
 
 namespace bhttp = boost::beast::http;
 
 namespace {
-
-std::string_view View(boost::beast::string_view s) { return {s.data(), s.size()}; }
 
 void AppendVersion(unsigned version, std::string& out) {
   out += "HTTP/";
@@ -19,9 +19,9 @@ void AppendVersion(unsigned version, std::string& out) {
 }
 
 void AppendStartLine(const bhttp::request_header<>& header, std::string& out) {
-  out += View(header.method_string());
+  out += StdView(header.method_string());
   out += ' ';
-  out += View(header.target());
+  out += StdView(header.target());
   out += ' ';
   AppendVersion(header.version(), out);
   out += "\r\n";
@@ -36,7 +36,7 @@ void AppendStartLine(const bhttp::response_header<>& header, std::string& out) {
   code[2] = static_cast<char>('0' + status % 10);
   out += ' ';
   out.append(code, sizeof code);
-  out += View(header.reason());
+  out += StdView(header.reason());
   out += "\r\n";
 }
 
@@ -48,9 +48,9 @@ MessageBuffers SerializeMessage(const bhttp::message<IsRequest, bhttp::string_bo
   head.clear();
   AppendStartLine(message.base(), head);
   for (const auto& field : message.base()) {
-    head += View(field.name_string());
+    head += StdView(field.name_string());
     head += ": ";
-    head += View(field.value());
+    head += StdView(field.value());
     head += "\r\n";
   }
   head += "\r\n";
