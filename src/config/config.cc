@@ -14,13 +14,18 @@ namespace sluice::config {
 namespace {
 
 UpstreamConfig ParseUpstream(const YamlField& f) {
-  f.ExpectMap({"address", "pool", "connect_timeout", "timeout", "max_response_bytes"});
+  f.ExpectMap(
+      {"address", "pool", "connect_timeout", "timeout", "idle_timeout", "max_response_bytes"});
   UpstreamConfig upstream;
   if (!f.Has("address")) f.Fail("needs an address (host:port)");
   upstream.address = f["address"].Check(ParseEndpoint(f["address"].String()));
   if (f.Has("pool")) upstream.pool = static_cast<size_t>(f["pool"].Integer(1, 100'000));
   if (f.Has("connect_timeout")) upstream.connect_timeout = f["connect_timeout"].Duration();
   if (f.Has("timeout")) upstream.timeout = f["timeout"].Duration();
+  if (f.Has("idle_timeout")) {
+    upstream.idle_timeout = f["idle_timeout"].Duration();
+    if (upstream.idle_timeout.count() == 0) f["idle_timeout"].Fail("must be more than 0");
+  }
   if (f.Has("max_response_bytes")) {
     upstream.max_response_bytes =
         static_cast<size_t>(f["max_response_bytes"].Integer(0, int64_t{1} << 34));

@@ -27,6 +27,7 @@ struct UpstreamConfig {
   size_t pool = 64;  // most idle keep-alive connections kept to the upstream
   std::chrono::milliseconds connect_timeout{1000};
   std::chrono::milliseconds timeout{30000};              // for the whole upstream exchange
+  std::chrono::milliseconds idle_timeout{60000};         // a pooled connection's, then closed
   size_t max_response_bytes = size_t{64} * 1024 * 1024;  // larger bodies become 502
 
   bool operator==(const UpstreamConfig&) const = default;

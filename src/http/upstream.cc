@@ -107,7 +107,7 @@ void PrepareClientResponse(HttpResponse& response, bool head) {
 }
 
 UpstreamPool::UpstreamPool(asio::io_context& io, config::UpstreamConfig config, size_t idle_max)
-    : io_(io), config_(std::move(config)), idle_max_(idle_max) {}
+    : io_(io), config_(std::move(config)), idle_max_(idle_max), reaper_(io.get_executor()) {}
 
 size_t UpstreamPool::Idle() const { return idle_.size(); }
 
@@ -133,6 +133,23 @@ void UpstreamPool::GiveBack(ConnectionPtr connection) {
   connection->deadline.ExpiresNever();
   connection->idle_since = std::chrono::steady_clock::now();
   if (idle_.size() < idle_max_) idle_.push_back(std::move(connection));
+  if (!reaping_) Reap();
+}
+
+void UpstreamPool::Reap() {
+  const auto now = std::chrono::steady_clock::now();
+  // The oldest come first: connections are returned to the back.
+  auto fresh = std::find_if(idle_.begin(), idle_.end(), [&](const ConnectionPtr& c) {
+    return now - c->idle_since < config_.idle_timeout;
+  });
+  idle_.erase(idle_.begin(), fresh);
+  reaping_ = !idle_.empty();
+  if (!reaping_) return;
+  reaper_.expires_at(idle_.front()->idle_since + config_.idle_timeout);
+  // A wait that ended just before the pool did may still run its handler after the pool is gone.
+  reaper_.async_wait([alive = std::weak_ptr<void>(alive_), this](const boost::system::error_code&) {
+    if (alive.lock()) Reap();
+  });
 }
 
 Awaitable<UpstreamPool::ConnectionPtr> UpstreamPool::Connect(beast::error_code& ec) {

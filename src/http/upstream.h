@@ -17,10 +17,13 @@
 namespace sluice::http {
 
 // Connections to the upstream from one event loop. Idle ones are kept (up to `idle_max`) and
-// reused. Not thread-safe: only the loop's own thread uses it.
+// reused, and closed once idle for the configuration's idle_timeout. Not thread-safe: only the
+// loop's own thread uses it.
 class UpstreamPool {
  public:
   UpstreamPool(asio::io_context& io, config::UpstreamConfig config, size_t idle_max);
+  UpstreamPool(const UpstreamPool&) = delete;
+  UpstreamPool& operator=(const UpstreamPool&) = delete;
 
   // Sends `request` and returns the upstream's response, or 502 (cannot connect, broken
   // response, a body over max_response_bytes) or 504 (no answer within the timeout). For idempotent
@@ -51,11 +54,19 @@ class UpstreamPool {
   // only one still open at the other end with nothing unasked waiting on it.
   ConnectionPtr TakeIdle(bool checked);
   void GiveBack(ConnectionPtr connection);
+  // Closes the connections idle for idle_timeout, and sets the reaper for the next one to be.
+  void Reap();
+
+  using Timer = asio::basic_waitable_timer<std::chrono::steady_clock,
+                                           asio::wait_traits<std::chrono::steady_clock>, Executor>;
 
   asio::io_context& io_;
   const config::UpstreamConfig config_;
   const size_t idle_max_;
-  std::vector<ConnectionPtr> idle_;
+  std::vector<ConnectionPtr> idle_;  // the most recently returned last
+  Timer reaper_;
+  bool reaping_ = false;                                    // whether the reaper is set
+  std::shared_ptr<void> alive_ = std::make_shared<char>();  // expires with the pool
 };
 
 // Readies a client's request for the upstream: removes hop-by-hop headers (Connection, the

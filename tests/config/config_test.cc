@@ -65,7 +65,7 @@ TEST(ConfigTest, DefaultsForAMinimalFile) {
 TEST(ConfigTest, ConnectionAndResponseLimits) {
   Result<Config> c = ParseConfig(
       "max_connections: 100\n"
-      "upstream: {address: 127.0.0.1:9000, max_response_bytes: 1024}\n"
+      "upstream: {address: 127.0.0.1:9000, max_response_bytes: 1024, idle_timeout: 5s}\n"
       "rules: []\n",
       "limits.yaml");
   ASSERT_TRUE(c.ok()) << c.status().message();
@@ -73,6 +73,7 @@ TEST(ConfigTest, ConnectionAndResponseLimits) {
   EXPECT_EQ(c->over_limit_cache_keys, 0u);  // off unless asked for
   EXPECT_EQ(config::LimiterOptionsOf(*c).over_limit_cache, nullptr);
   EXPECT_EQ(c->upstream.max_response_bytes, 1024u);
+  EXPECT_EQ(c->upstream.idle_timeout, std::chrono::seconds(5));
 }
 
 TEST(ConfigTest, AlgorithmsAllOrNothingAndHashTags) {
@@ -202,6 +203,8 @@ INSTANTIATE_TEST_SUITE_P(
                   "upstream: {address: a:1}\nrules:\n  - {name: r, key: ip, capacity: "
                   "99999999999999999999, period: 1s}\n",
                   "rules[0].capacity: must be a whole number"},
+        BadConfig{"ZeroIdleTimeout", "upstream: {address: a:1, idle_timeout: 0s}\nrules: []\n",
+                  "bad.yaml:1: upstream.idle_timeout: must be more than 0"},
         BadConfig{"ZeroConnections", "max_connections: 0\nupstream: {address: a:1}\nrules: []\n",
                   "bad.yaml:1: max_connections: must be between 1"},
         BadConfig{"ClusterWithoutNodes",

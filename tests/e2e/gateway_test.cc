@@ -39,7 +39,7 @@ std::string RedisStore(const RedisServer& redis, const std::string& failure = "o
 
 // An upstream that answers 200 to every request and closes a connection once it has been idle
 // for `idle`, as a server with a short keep-alive timeout does (Node's is 5 s), after writing
-// `farewell` on it (some send a 408).
+// `farewell` on it (some send a 408). It counts the connections the gateway closed first.
 class ClosingUpstream {
  public:
   ClosingUpstream(milliseconds idle, std::string farewell)
@@ -58,6 +58,7 @@ class ClosingUpstream {
   ClosingUpstream& operator=(const ClosingUpstream&) = delete;
 
   uint16_t port() const { return acceptor_.local_endpoint().port(); }
+  size_t ClosedByTheGateway() const { return closed_by_the_gateway_.load(); }
 
  private:
   void Accept() {
@@ -83,6 +84,7 @@ class ClosingUpstream {
       bhttp::request<bhttp::string_body> request;
       boost::system::error_code ec;
       bhttp::read(socket, buffer, request, ec);
+      if (ec == bhttp::error::end_of_stream) ++closed_by_the_gateway_;
       if (ec) return;
       bhttp::response<bhttp::string_body> response{bhttp::status::ok, 11};
       response.body() = "ok";
@@ -95,6 +97,7 @@ class ClosingUpstream {
   const milliseconds idle_;
   const std::string farewell_;
   std::atomic<bool> stopping_{false};
+  mutable std::atomic<size_t> closed_by_the_gateway_{0};
   boost::asio::io_context io_;
   boost::asio::ip::tcp::acceptor acceptor_;
   std::vector<std::thread> serving_;
@@ -485,6 +488,14 @@ TEST(GatewayE2eTest, AnUpstreamsLastWordsOnAnIdleConnectionAnswerNoRequest) {
     HttpResult r = gateway.Get("/api/x");
     EXPECT_EQ(r.status, 200) << "the upstream's parting 408 was taken for the answer";
   }
+}
+
+TEST(GatewayE2eTest, APooledConnectionIdleForTheIdleTimeoutIsClosed) {
+  ClosingUpstream upstream(milliseconds(60'000), "");  // never the first to close here
+  Gateway gateway(upstream.port(), "rules: []\n", ", idle_timeout: 1s");
+  EXPECT_EQ(gateway.Get("/").status, 200);
+  EXPECT_EQ(upstream.ClosedByTheGateway(), 0u) << "the connection was not kept for reuse";
+  EXPECT_TRUE(WaitUntil([&] { return upstream.ClosedByTheGateway() == 1; }, milliseconds(3000)));
 }
 
 TEST(GatewayE2eTest, ExpectContinueIsAnsweredAndNotPassedOn) {

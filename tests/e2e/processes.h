@@ -82,7 +82,9 @@ class Upstream {
 // One `sluice serve` process with `body` as the rest of its configuration.
 class Gateway {
  public:
-  Gateway(uint16_t upstream_port, const std::string& body) {
+  // `upstream_fields` go into the upstream's map after its address and timeout.
+  Gateway(uint16_t upstream_port, const std::string& body, std::string upstream_fields = "")
+      : upstream_fields_(std::move(upstream_fields)) {
     StartOnFreePorts(
         [&]() -> Process& {
           proxy_ = FreePort();
@@ -102,7 +104,8 @@ class Gateway {
   void Write(uint16_t upstream_port, const std::string& body) {
     std::ofstream(path_) << "listen: 127.0.0.1:" << proxy_ << "\ncheck_listen: 127.0.0.1:" << check_
                          << "\nadmin_listen: 127.0.0.1:" << admin_ << "\nthreads: 2\n"
-                         << "upstream: {address: 127.0.0.1:" << upstream_port << ", timeout: 1s}\n"
+                         << "upstream: {address: 127.0.0.1:" << upstream_port << ", timeout: 1s"
+                         << upstream_fields_ << "}\n"
                          << body;
   }
 
@@ -117,6 +120,7 @@ class Gateway {
   Process& process() { return *process_; }
 
  private:
+  std::string upstream_fields_;
   uint16_t proxy_ = 0, check_ = 0, admin_ = 0;
   std::string path_;
   std::unique_ptr<Process> process_;
