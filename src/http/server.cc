@@ -39,6 +39,11 @@ constexpr size_t kReadSize = 65536;
 // How long a refused client may go on sending before its connection is closed.
 constexpr std::chrono::seconds kLingerTime{2};
 
+// Room in `buffer` for one read from the socket.
+beast::flat_buffer::mutable_buffers_type ReadRoom(beast::flat_buffer& buffer) {
+  return buffer.prepare(beast::read_size(buffer, kReadSize));
+}
+
 // Parses what `buffer` holds of a request, up to the end of its head. Not an error when the head
 // is not all there yet: an asynchronous read goes on from where this stopped.
 void ParseBuffered(bhttp::request_parser<bhttp::string_body>& parser, beast::flat_buffer& buffer,
@@ -88,8 +93,7 @@ Awaitable<void> Linger(Socket& socket, SocketDeadline<Socket>& deadline,
   deadline.ExpiresAfter(kLingerTime);
   while (!ec) {
     buffer.clear();
-    co_await socket.async_read_some(buffer.prepare(beast::read_size(buffer, kReadSize)),
-                                    asio::redirect_error(kUseAwaitable, ec));
+    co_await socket.async_read_some(ReadRoom(buffer), asio::redirect_error(kUseAwaitable, ec));
   }
 }
 
@@ -128,9 +132,8 @@ Awaitable<void> Session(Socket socket, size_t loop, std::shared_ptr<Server::Stat
     // byte at a time is cut off as on a new connection.
     if (!first && buffer.size() == 0) {
       deadline.ExpiresAfter(limits.idle_timeout);
-      const size_t n =
-          co_await socket.async_read_some(buffer.prepare(beast::read_size(buffer, kReadSize)),
-                                          asio::redirect_error(kUseAwaitable, ec));
+      const size_t n = co_await socket.async_read_some(ReadRoom(buffer),
+                                                       asio::redirect_error(kUseAwaitable, ec));
       buffer.commit(n);
       if (!ec) ParseBuffered(parser, buffer, ec);
     }
