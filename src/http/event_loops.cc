@@ -10,6 +10,7 @@ EventLoops::EventLoops(size_t count) {
 EventLoops::~EventLoops() {
   Stop();
   Join();
+  for (auto& loop : loops_) loop->io.shutdown();
 }
 
 void EventLoops::Start() {

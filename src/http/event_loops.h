@@ -21,7 +21,9 @@ class EventLoops {
  public:
   // `count` loops (at least one), not yet running.
   explicit EventLoops(size_t count);
-  // Stops and joins the threads.
+  // Stops and joins the threads, then destroys every loop's pending handlers before any loop's
+  // services: a handler on one loop may hold the last reference to an object whose I/O is on
+  // another (a session holds its server, whose acceptor is on the first loop).
   ~EventLoops();
 
   EventLoops(const EventLoops&) = delete;
@@ -43,8 +45,15 @@ class EventLoops {
   void Join();
 
  private:
+  // An io_context whose handlers can be destroyed (shutdown) before it is.
+  class Context : public boost::asio::io_context {
+   public:
+    using execution_context::shutdown;
+    using io_context::io_context;
+  };
+
   struct Loop {
-    boost::asio::io_context io{1};  // run by one thread (others still post to it)
+    Context io{1};  // run by one thread (others still post to it)
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{
         io.get_executor()};
     std::thread thread;

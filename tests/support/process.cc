@@ -1,18 +1,41 @@
 #include "process.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <csignal>
+#include <fstream>
+#include <iostream>
+#include <iterator>
 #include <stdexcept>
 #include <thread>
 
+#include <gtest/gtest.h>
+
 namespace sluice::testing {
 
-Process::Process(std::vector<std::string> argv, const std::string& log_path) {
+namespace {
+
+// Enough for a sanitizer's report or the last few log lines, not a whole run's log.
+constexpr std::streamoff kLogTailBytes = std::streamoff{64} * 1024;
+
+void PrintLogTail(const std::string& path) {
+  std::ifstream log(path, std::ios::binary | std::ios::ate);
+  if (!log) return;
+  const std::streamoff size = log.tellg();
+  log.seekg(std::max<std::streamoff>(0, size - kLogTailBytes));
+  std::cerr << "--- the end of " << path << ":\n"
+            << std::string(std::istreambuf_iterator<char>(log), {}) << "--- end\n";
+}
+
+}  // namespace
+
+Process::Process(std::vector<std::string> argv, const std::string& log_path) : log_path_(log_path) {
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (std::string& a : argv) args.push_back(a.data());
   args.push_back(nullptr);
   pid_ = fork();
@@ -30,10 +53,12 @@ Process::Process(std::vector<std::string> argv, const std::string& log_path) {
 }
 
 Process::~Process() {
-  if (pid_ <= 0) return;
-  ::kill(pid_, SIGCONT);
-  ::kill(pid_, SIGKILL);
-  ::waitpid(pid_, nullptr, 0);
+  if (pid_ > 0) {
+    ::kill(pid_, SIGCONT);
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  if (::testing::Test::HasFailure()) PrintLogTail(log_path_);
 }
 
 void Process::Signal(int signal) const {

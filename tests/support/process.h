@@ -1,5 +1,6 @@
 // A child process for tests: started with its output in a log file, killed if still running
-// when the object goes, and never outliving the test binary.
+// when the object goes, and never outliving the test binary. When the test has failed by then,
+// the log's end is printed with the failure: CI keeps nothing else of a process that crashed.
 #pragma once
 
 #include <sys/types.h>
@@ -25,6 +26,7 @@ class Process {
   bool running() const { return pid_ > 0; }
 
  private:
+  std::string log_path_;
   pid_t pid_ = -1;
 };
 
