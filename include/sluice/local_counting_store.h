@@ -71,10 +71,10 @@ class LocalCountingStore final : public Store {
   // Sends the synced counts that are due and returns the leases that have expired, in one
   // Apply to the shared store; `done` (optional) runs when it has answered, or at once when
   // there was nothing to send.
-  void Tick(std::function<void()> done = nullptr);
+  void Tick(const std::function<void()>& done = nullptr);
 
   // Sends every synced count now and returns every lease's unused tokens; `done` as for Tick.
-  void Flush(std::function<void()> done = nullptr);
+  void Flush(const std::function<void()>& done = nullptr);
 
   // A store that decides from these same local counts but sends its calls through `shared`
   // (another connection to the same shared store). It must not outlive this one's usefulness:

@@ -187,6 +187,24 @@ TEST(GatewayE2eTest, TwoGatewaysLeasingFromOneRedisNeverExceedTheLimit) {
   EXPECT_EQ(std::stoi(tokens), 100 - ok) << "every token leased and not spent goes back";
 }
 
+// A gateway counting locally sends what it counted when it stops, and stops cleanly (the sanitizer
+// build also holds it to leaving nothing allocated behind).
+TEST(GatewayE2eTest, ASyncedGatewaySendsItsCountsWhenItStops) {
+  RedisServer redis;
+  Upstream upstream;
+  Gateway gateway(upstream.port(),
+                  RedisStore(redis) +
+                      "rules:\n  - {name: per-key, key: key, capacity: 100, period: 1h, "
+                      "counting: synced, sync_interval: 1h}\n");
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(gateway.Get("/", {{"X-Api-Key", "ak_synced"}}).status, 200);
+  }
+  gateway.process().Signal(SIGTERM);
+  EXPECT_EQ(gateway.process().Wait(milliseconds(5000)), 0);
+  const std::string tokens = redis.Client()->String({"HGET", "rl:key:ak_synced", "tokens"});
+  EXPECT_EQ(std::stoi(tokens), 90) << "the 10 admitted reached Redis";
+}
+
 // Once Redis has said no for a key, the gateway answers that key's next requests itself until
 // the retry time: Redis sees no further call.
 TEST(GatewayE2eTest, OverLimitCacheSparesTheStore) {

@@ -296,7 +296,8 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
   // Sends each op in a call of its own, so that one failing (a cluster shard down) fails no
   // other; a store that pipelines (Redis) still writes them together. `after` runs once every
   // call has answered.
-  void Send(std::vector<BucketOp> ops, std::vector<Errand> errands, std::function<void()> after) {
+  void Send(std::vector<BucketOp> ops, std::vector<Errand> errands,
+            const std::function<void()>& after) {
     if (ops.empty()) {
       if (after) after();
       return;
@@ -304,10 +305,15 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
     auto left = std::make_shared<std::atomic<size_t>>(ops.size());
     for (size_t i = 0; i < ops.size(); ++i) {
       CountCall(errands[i].kind);
-      shared->Apply({std::move(ops[i])}, [self = shared_from_this(), errand = errands[i], after,
+      // Weak: this state holds the store, whose pending call holds this callback, and a call
+      // still pending when the loops stop for good would keep both alive forever. A reply that
+      // comes after the counting store has gone has nothing left to update.
+      shared->Apply({std::move(ops[i])}, [weak = weak_from_this(), errand = errands[i], after,
                                           left](Result<std::vector<BucketReply>> replies) {
-        self->OnErrand(errand, replies.ok() ? Result<BucketReply>(replies->front())
-                                            : Result<BucketReply>(replies.status()));
+        if (auto self = weak.lock()) {
+          self->OnErrand(errand, replies.ok() ? Result<BucketReply>(replies->front())
+                                              : Result<BucketReply>(replies.status()));
+        }
         if (left->fetch_sub(1) == 1 && after) after();
       });
     }
@@ -427,11 +433,11 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
     errands.push_back({Errand::Kind::kReturn, key});
   }
 
-  void SendDue(bool everything, std::function<void()> after) {
+  void SendDue(bool everything, const std::function<void()>& after) {
     std::vector<BucketOp> ops;
     std::vector<Errand> errands;
     CollectDue(everything, ops, errands);
-    Send(std::move(ops), std::move(errands), std::move(after));
+    Send(std::move(ops), std::move(errands), after);
   }
 
   void RunTicker() {
@@ -558,13 +564,9 @@ void LocalCountingStore::ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallb
   via_->ApplyAllOrNothing(std::move(ops), std::move(done));
 }
 
-void LocalCountingStore::Tick(std::function<void()> done) {
-  state_->SendDue(false, std::move(done));
-}
+void LocalCountingStore::Tick(const std::function<void()>& done) { state_->SendDue(false, done); }
 
-void LocalCountingStore::Flush(std::function<void()> done) {
-  state_->SendDue(true, std::move(done));
-}
+void LocalCountingStore::Flush(const std::function<void()>& done) { state_->SendDue(true, done); }
 
 LocalCountingStats LocalCountingStore::Stats() const {
   auto get = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
