@@ -128,6 +128,8 @@ class Service {
            (rls_ ? rls_->InFlight() : 0);
   }
 
+  bool Drained() const { return InFlight() == 0 && (!rls_ || rls_->Drained()); }
+
   void WaitForSignals() {
     signals_.add(SIGTERM);
     signals_.add(SIGINT);
@@ -191,8 +193,8 @@ class Service {
   // stop, for at most a second.
   void PollDrained() {
     const auto now = std::chrono::steady_clock::now();
-    if (!flushed_ && (InFlight() == 0 || now >= drain_deadline_)) {
-      if (InFlight() != 0) spdlog::warn("drain timeout: {} requests cut off", InFlight());
+    if (!flushed_ && (Drained() || now >= drain_deadline_)) {
+      if (!Drained()) spdlog::warn("drain timeout: {} requests cut off", InFlight());
       flushed_ = std::make_shared<std::atomic<bool>>(false);
       flush_deadline_ = now + std::chrono::seconds(1);
       gateway_->FlushLocalCounts([flushed = flushed_] { *flushed = true; });

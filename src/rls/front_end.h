@@ -38,6 +38,11 @@ class FrontEnd {
 
   size_t InFlight() const;
 
+  // Whether, after BeginDrain, no call is left: none in flight, and none that gRPC took but had
+  // yet to hand over. Until then the loops must run, or such a call is never answered and
+  // gRPC's shutdown waits for it for ever.
+  bool Drained() const;
+
  private:
   explicit FrontEnd(std::unique_ptr<Service> service) : service_(std::move(service)) {}
 

@@ -60,7 +60,10 @@ Result<std::unique_ptr<GrpcServer>> GrpcServer::Start(const config::Endpoint& en
 void GrpcServer::BeginShutdown(std::chrono::system_clock::time_point deadline) {
   if (shutdown_.joinable()) return;
   server_->GetHealthCheckService()->SetServingStatus(false);
-  shutdown_ = std::thread([this, deadline] { server_->Shutdown(deadline); });
+  shutdown_ = std::thread([this, deadline] {
+    server_->Shutdown(deadline);
+    shut_down_ = true;
+  });
 }
 
 GrpcServer::~GrpcServer() {

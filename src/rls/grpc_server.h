@@ -3,6 +3,7 @@
 // waits for the store.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -34,6 +35,10 @@ class GrpcServer {
   // on a thread of its own: the calls may need the caller's thread to finish.
   void BeginShutdown(std::chrono::system_clock::time_point deadline);
 
+  // Whether the shutdown BeginShutdown began has ended: every call gRPC took has been answered,
+  // including those it took after BeginShutdown and before it refused new ones.
+  bool ShutDown() const { return shut_down_; }
+
   struct Handlers;  // the callback service
 
  private:
@@ -44,6 +49,7 @@ class GrpcServer {
   std::unique_ptr<grpc::Server> server_;
   uint16_t port_;
   std::thread shutdown_;
+  std::atomic<bool> shut_down_{false};
 };
 
 // The gRPC status code for a Sluice status: kInvalidArgument is INVALID_ARGUMENT, a deadline

@@ -338,6 +338,31 @@ TEST_F(RlsServiceTest, HealthReloadAndDrain) {
   EXPECT_LT(std::chrono::steady_clock::now() - stop, milliseconds(6000));
 }
 
+// SIGTERM while calls keep coming: every call gRPC took is answered before the loops stop, and
+// the process exits. (A call taken between the drain's start and gRPC's refusing new ones used to
+// wait on a stopped loop, and gRPC's shutdown for it, for ever.)
+TEST_F(RlsServiceTest, StopsUnderLoad) {
+  constexpr int kRounds = 3;
+  constexpr int kClients = 32;
+  for (int round = 0; round < kRounds; ++round) {
+    RlsProcess rls(redis_.port());
+    std::atomic<bool> stop{false};
+    std::atomic<int> answered{0};
+    std::vector<std::thread> clients;
+    for (int i = 0; i < kClients; ++i) {
+      clients.emplace_back([&] {
+        RateLimitResponse response;
+        while (!stop && rls.Call(Request({{{"client", "busy"}}}), &response).ok()) ++answered;
+      });
+    }
+    ASSERT_TRUE(WaitUntil([&] { return answered > 1000; }, milliseconds(5000)));
+    rls.process().Signal(SIGTERM);
+    EXPECT_EQ(rls.process().Wait(milliseconds(8000)), 0) << "round " << round;
+    stop = true;
+    for (std::thread& t : clients) t.join();
+  }
+}
+
 TEST(RlsCheckConfigTest, ValidatesTheDescriptorFiles) {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("sluice-rls-check-" + std::to_string(FreePort()));
