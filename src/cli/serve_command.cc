@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <atomic>
 #include <boost/asio/signal_set.hpp>
 #include <chrono>
@@ -128,7 +129,27 @@ class Service {
            (rls_ ? rls_->InFlight() : 0);
   }
 
+  // The HTTP servers, those not configured null.
+  std::array<http::Server*, 3> Servers() const {
+    return {proxy_.get(), admin_.get(), check_.get()};
+  }
+
   bool Drained() const { return InFlight() == 0 && (!rls_ || rls_->Drained()); }
+
+  // Requests that begin from now on are refused, not handled: the loops will stop.
+  void Close() {
+    for (http::Server* s : Servers()) {
+      if (s != nullptr) s->Close();
+    }
+    if (rls_) rls_->Close();
+  }
+
+  // Closes once drained, then looks again: a request that began meanwhile is waited for.
+  bool CloseIfDrained() {
+    if (!Drained()) return false;
+    Close();
+    return Drained();
+  }
 
   void WaitForSignals() {
     signals_.add(SIGTERM);
@@ -177,7 +198,7 @@ class Service {
   // Stops accepting, lets requests in flight finish within the drain timeout, then stops.
   void Drain() {
     spdlog::info("stopping: draining {} requests in flight", InFlight());
-    for (http::Server* s : {proxy_.get(), admin_.get(), check_.get()}) {
+    for (http::Server* s : Servers()) {
       if (s != nullptr) s->StopAccepting();
     }
     if (rls_) rls_->BeginDrain(drain_timeout_);
@@ -193,8 +214,11 @@ class Service {
   // stop, for at most a second.
   void PollDrained() {
     const auto now = std::chrono::steady_clock::now();
-    if (!flushed_ && (Drained() || now >= drain_deadline_)) {
-      if (!Drained()) spdlog::warn("drain timeout: {} requests cut off", InFlight());
+    if (!flushed_ && (CloseIfDrained() || now >= drain_deadline_)) {
+      if (!Drained()) {
+        Close();
+        spdlog::warn("drain timeout: {} requests cut off", InFlight());
+      }
       flushed_ = std::make_shared<std::atomic<bool>>(false);
       flush_deadline_ = now + std::chrono::seconds(1);
       gateway_->FlushLocalCounts([flushed = flushed_] { *flushed = true; });

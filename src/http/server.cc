@@ -17,6 +17,7 @@ struct Server::State {
   Handler handler;
   ServerLimits limits;
   std::atomic<bool> stopping{false};
+  std::atomic<bool> closed{false};
   std::atomic<size_t> connections{0};
   std::atomic<size_t> in_flight{0};
 };
@@ -153,6 +154,15 @@ Awaitable<void> Session(Socket socket, size_t loop, std::shared_ptr<Server::Stat
     }
     // Counted from a request's head to the end of its response, so that a drain waits for it.
     InFlightGuard handling(state->in_flight);
+    // Read after the count is raised, as Close's caller reads the count after the flag is set:
+    // either the drain waits for this request or the request sees the drain is over.
+    if (state->closed) {
+      std::optional<HttpResponse> refusal =
+          MakeResponse(bhttp::status::service_unavailable, "shutting down\n");
+      answered =
+          co_await SendFailure(socket, deadline, std::move(refusal), head, limits.write_timeout);
+      break;
+    }
     // HTTP/1.0 clients do not know interim answers (RFC 9110 15.2).
     if (beast::iequals(parser.get()[bhttp::field::expect], "100-continue") &&
         parser.get().version() >= 11 && !parser.is_done()) {
@@ -264,5 +274,7 @@ void Server::StopAccepting() {
     state->acceptor.close(ec);
   });
 }
+
+void Server::Close() { state_->closed = true; }
 
 }  // namespace sluice::http

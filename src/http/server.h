@@ -69,6 +69,11 @@ class Server {
   // Stops accepting; connections finish the request in hand and close.
   void StopAccepting();
 
+  // Once drained: a request that begins from now on is answered 503 and its connection closed,
+  // never handled, since the loops may stop before it could end. A request that began before
+  // (counted in InFlight, which a caller reads after this) is handled as usual.
+  void Close();
+
   // Connections open now.
   size_t Connections() const;
 

@@ -60,6 +60,10 @@ void FrontEnd::BeginDrain(std::chrono::milliseconds timeout) {
   if (grpc_) grpc_->BeginShutdown(std::chrono::system_clock::now() + timeout);
 }
 
+void FrontEnd::Close() {
+  if (json_) json_->Close();
+}
+
 bool FrontEnd::Drained() const { return InFlight() == 0 && (!grpc_ || grpc_->ShutDown()); }
 
 size_t FrontEnd::InFlight() const { return service_->InFlight() + (json_ ? json_->InFlight() : 0); }

@@ -36,6 +36,10 @@ class FrontEnd {
   // Stops taking calls; calls in flight get `timeout`.
   void BeginDrain(std::chrono::milliseconds timeout);
 
+  // Once drained: HTTP JSON calls that begin from now on are refused (http::Server::Close);
+  // gRPC refuses new calls from BeginDrain on.
+  void Close();
+
   size_t InFlight() const;
 
   // Whether, after BeginDrain, no call is left: none in flight, and none that gRPC took but had

@@ -359,6 +359,43 @@ TEST(GatewayE2eTest, SigtermDrainsRequestsInFlight) {
   EXPECT_EQ(gateway.process().Wait(milliseconds(3000)), 0);
 }
 
+// A request whose head completes once the drain is over (here while the gateway waits, for up to
+// a second, to send its local counts to a Redis that hangs) is refused with 503, not handled: the
+// loops could stop before it ended, after the upstream had it.
+TEST(GatewayE2eTest, ARequestBegunAfterTheDrainIsRefused) {
+  RedisServer redis;
+  Upstream upstream;
+  Gateway gateway(upstream.port(),
+                  "store: {type: redis, url: 'redis://127.0.0.1:" + std::to_string(redis.port()) +
+                      "', timeout: 5s}\nrules:\n  - {name: per-key, key: key, capacity: 100, "
+                      "period: 1h, counting: synced, sync_interval: 1h}\n");
+  ASSERT_TRUE(WaitUntil([&] { return Fetch(gateway.admin(), "GET", "/readyz").status == 200; },
+                        milliseconds(5000)))
+      << "connected to Redis before it hangs";
+  // A bucket's first use learns its tokens from Redis; the request after it is a count to send.
+  ASSERT_EQ(gateway.Get("/", {{"X-Api-Key", "ak_late"}}).status, 200);
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return !redis.Client()->String({"HGET", "rl:key:ak_late", "tokens"}).empty();
+      },
+      milliseconds(5000)));
+  ASSERT_EQ(gateway.Get("/", {{"X-Api-Key", "ak_late"}}).status, 200);
+  redis.Pause();
+  const std::string head = "GET / HTTP/1.1\r\nHost: x\r\nX-Api-Key: ak_late\r\n\r\n";
+  // All but the head's last byte now, the last byte 500 ms later.
+  auto late = std::async(std::launch::async, [&] {
+    return RawExchange(gateway.proxy(), head, milliseconds(3000), milliseconds(500),
+                       head.size() - 1);
+  });
+  std::this_thread::sleep_for(milliseconds(100));
+  gateway.process().Signal(SIGTERM);
+  const std::string answer = late.get();
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 503")) << answer;
+  EXPECT_NE(answer.find("Connection: close"), std::string::npos) << answer;
+  EXPECT_EQ(gateway.process().Wait(milliseconds(3000)), 0);
+  redis.Resume();
+}
+
 TEST(GatewayE2eTest, BadInputGetsAnAnswerAndOthersAreServedMeanwhile) {
   Upstream upstream;
   Gateway gateway(upstream.port(),
