@@ -305,15 +305,11 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
     auto left = std::make_shared<std::atomic<size_t>>(ops.size());
     for (size_t i = 0; i < ops.size(); ++i) {
       CountCall(errands[i].kind);
-      // Weak: this state holds the store, whose pending call holds this callback, and a call
-      // still pending when the loops stop for good would keep both alive forever. A reply that
-      // comes after the counting store has gone has nothing left to update.
-      shared->Apply({std::move(ops[i])}, [weak = weak_from_this(), errand = errands[i], after,
+      // The state outlives its owner until the answer: a lease that lands then goes back.
+      shared->Apply({std::move(ops[i])}, [self = shared_from_this(), errand = errands[i], after,
                                           left](Result<std::vector<BucketReply>> replies) {
-        if (auto self = weak.lock()) {
-          self->OnErrand(errand, replies.ok() ? Result<BucketReply>(replies->front())
-                                              : Result<BucketReply>(replies.status()));
-        }
+        self->OnErrand(errand, replies.ok() ? Result<BucketReply>(replies->front())
+                                            : Result<BucketReply>(replies.status()));
         if (left->fetch_sub(1) == 1 && after) after();
       });
     }
@@ -410,7 +406,12 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
     }
     b.next_sync_ms = RoundUp(now, b.counting.sync_interval_ms);
     // Nothing owed and not used since the last sync: the tokens reckoned are as good as any.
-    if (b.unsent == 0 && now - b.last_used_ms > b.counting.sync_interval_ms) return;
+    // Nothing owed and sending everything (a flush, the store closing): the counts are about to
+    // stop, and a call only to learn the tokens would, at exit, be one the loops never answer,
+    // which would keep this state and the store alive for ever (a leak).
+    if (b.unsent == 0 && (everything || now - b.last_used_ms > b.counting.sync_interval_ms)) {
+      return;
+    }
     next_due_ms = std::min(next_due_ms, b.next_sync_ms);
     // A store down for long can leave more owed than a bucket holds; the rest goes next time.
     b.sending = std::clamp(b.unsent, -b.limit.capacity, b.limit.capacity);
