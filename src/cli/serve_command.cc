@@ -4,7 +4,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <array>
 #include <atomic>
 #include <boost/asio/signal_set.hpp>
 #include <chrono>
@@ -129,22 +128,20 @@ class Service {
            (rls_ ? rls_->InFlight() : 0);
   }
 
-  // The HTTP servers, those not configured null.
-  std::array<http::Server*, 3> Servers() const {
-    return {proxy_.get(), admin_.get(), check_.get()};
-  }
-
   bool Drained() const { return InFlight() == 0 && (!rls_ || rls_->Drained()); }
 
-  // Requests that begin from now on are refused, not handled: the loops will stop.
+  // Requests that begin from now on are refused, not handled: the loops will stop. (The admin
+  // server's answers never wait, so it stays open for /metrics to the end.)
   void Close() {
-    for (http::Server* s : Servers()) {
+    for (http::Server* s : {proxy_.get(), check_.get()}) {
       if (s != nullptr) s->Close();
     }
     if (rls_) rls_->Close();
   }
 
-  // Closes once drained, then looks again: a request that began meanwhile is waited for.
+  // Closes once drained, then looks again: a session raises the count before it reads whether
+  // its server is closed, so a request that began meanwhile is either seen here and waited for,
+  // or refused.
   bool CloseIfDrained() {
     if (!Drained()) return false;
     Close();
@@ -198,7 +195,7 @@ class Service {
   // Stops accepting, lets requests in flight finish within the drain timeout, then stops.
   void Drain() {
     spdlog::info("stopping: draining {} requests in flight", InFlight());
-    for (http::Server* s : Servers()) {
+    for (http::Server* s : {proxy_.get(), admin_.get(), check_.get()}) {
       if (s != nullptr) s->StopAccepting();
     }
     if (rls_) rls_->BeginDrain(drain_timeout_);
@@ -215,15 +212,16 @@ class Service {
   void PollDrained() {
     const auto now = std::chrono::steady_clock::now();
     if (!flushed_ && (CloseIfDrained() || now >= drain_deadline_)) {
-      if (!Drained()) {
-        Close();
-        spdlog::warn("drain timeout: {} requests cut off", InFlight());
-      }
+      Close();
+      if (!Drained()) spdlog::warn("drain timeout: {} requests cut off", InFlight());
       flushed_ = std::make_shared<std::atomic<bool>>(false);
       flush_deadline_ = now + std::chrono::seconds(1);
       gateway_->FlushLocalCounts([flushed = flushed_] { *flushed = true; });
     }
-    if (flushed_ && (*flushed_ || now >= flush_deadline_)) {
+    // Never under a call gRPC has taken: stopped loops would never answer it, and gRPC's
+    // shutdown would wait for it for ever. Past its deadline gRPC has cancelled its calls, and
+    // the store's timeout bounds what they still wait for.
+    if (flushed_ && (*flushed_ || now >= flush_deadline_) && (!rls_ || rls_->ShutDown())) {
       loops_.Stop();
       return;
     }

@@ -64,7 +64,9 @@ void FrontEnd::Close() {
   if (json_) json_->Close();
 }
 
-bool FrontEnd::Drained() const { return InFlight() == 0 && (!grpc_ || grpc_->ShutDown()); }
+bool FrontEnd::ShutDown() const { return !grpc_ || grpc_->ShutDown(); }
+
+bool FrontEnd::Drained() const { return InFlight() == 0 && ShutDown(); }
 
 size_t FrontEnd::InFlight() const { return service_->InFlight() + (json_ ? json_->InFlight() : 0); }
 

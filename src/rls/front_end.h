@@ -42,9 +42,12 @@ class FrontEnd {
 
   size_t InFlight() const;
 
-  // Whether, after BeginDrain, no call is left: none in flight, and none that gRPC took but had
-  // yet to hand over. Until then the loops must run, or such a call is never answered and
-  // gRPC's shutdown waits for it for ever.
+  // Whether, after BeginDrain, gRPC's shutdown has ended: every call it took has been answered,
+  // those it took but had yet to hand over included. Until then the loops must run, or such a
+  // call is never answered and gRPC's shutdown waits for it for ever.
+  bool ShutDown() const;
+
+  // Whether, after BeginDrain, no call is left: none in flight, and ShutDown().
   bool Drained() const;
 
  private:

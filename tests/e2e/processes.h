@@ -5,6 +5,7 @@
 #include <chrono>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
@@ -93,8 +94,7 @@ class Gateway {
           path_ = "/tmp/sluice-test-" + std::to_string(proxy_) + ".yaml";
           Write(upstream_port, body);
           process_ = std::make_unique<Process>(
-              std::vector<std::string>{SLUICE_BINARY, "serve", "--config", path_},
-              "/tmp/sluice-test-" + std::to_string(proxy_) + ".log");
+              std::vector<std::string>{SLUICE_BINARY, "serve", "--config", path_}, LogPath());
           return *process_;
         },
         [this] { return Healthy(admin_); });
@@ -114,12 +114,20 @@ class Gateway {
     return Fetch(proxy_, "GET", target, headers);
   }
 
+  // What the process has logged so far.
+  std::string Log() const {
+    std::ifstream log(LogPath());
+    return {std::istreambuf_iterator<char>(log), {}};
+  }
+
   uint16_t proxy() const { return proxy_; }
   uint16_t check() const { return check_; }
   uint16_t admin() const { return admin_; }
   Process& process() { return *process_; }
 
  private:
+  std::string LogPath() const { return "/tmp/sluice-test-" + std::to_string(proxy_) + ".log"; }
+
   std::string upstream_fields_;
   uint16_t proxy_ = 0, check_ = 0, admin_ = 0;
   std::string path_;

@@ -342,7 +342,7 @@ TEST_F(RlsServiceTest, HealthReloadAndDrain) {
 // the process exits. (A call taken between the drain's start and gRPC's refusing new ones used to
 // wait on a stopped loop, and gRPC's shutdown for it, for ever.)
 TEST_F(RlsServiceTest, StopsUnderLoad) {
-  constexpr int kRounds = 3;
+  constexpr int kRounds = 5;
   constexpr int kClients = 32;
   for (int round = 0; round < kRounds; ++round) {
     RlsProcess rls(redis_.port());
