@@ -128,7 +128,8 @@ class Service {
            (rls_ ? rls_->InFlight() : 0);
   }
 
-  bool Drained() const { return InFlight() == 0 && (!rls_ || rls_->Drained()); }
+  // InFlight() counts the RLS calls too.
+  bool Drained() const { return InFlight() == 0 && (!rls_ || rls_->ShutDown()); }
 
   // Requests that begin from now on are refused, not handled: the loops will stop. (The admin
   // server's answers never wait, so it stays open for /metrics to the end.)

@@ -66,8 +66,6 @@ void FrontEnd::Close() {
 
 bool FrontEnd::ShutDown() const { return !grpc_ || grpc_->ShutDown(); }
 
-bool FrontEnd::Drained() const { return InFlight() == 0 && ShutDown(); }
-
 size_t FrontEnd::InFlight() const { return service_->InFlight() + (json_ ? json_->InFlight() : 0); }
 
 }  // namespace sluice::rls

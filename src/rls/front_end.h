@@ -47,9 +47,6 @@ class FrontEnd {
   // call is never answered and gRPC's shutdown waits for it for ever.
   bool ShutDown() const;
 
-  // Whether, after BeginDrain, no call is left: none in flight, and ShutDown().
-  bool Drained() const;
-
  private:
   explicit FrontEnd(std::unique_ptr<Service> service) : service_(std::move(service)) {}
 

@@ -405,10 +405,10 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
       return;
     }
     b.next_sync_ms = RoundUp(now, b.counting.sync_interval_ms);
-    // Nothing owed and not used since the last sync: the tokens reckoned are as good as any.
-    // Nothing owed and sending everything (a flush, the store closing): the counts are about to
-    // stop, and a call only to learn the tokens would, at exit, be one the loops never answer,
-    // which would keep this state and the store alive for ever (a leak).
+    // Nothing owed, and either not used since the last sync (the tokens reckoned are as good as
+    // any) or sending everything (a flush, the store closing: a call only to learn the tokens
+    // would, at exit, be one the stopped loops never answer, keeping this state and the store
+    // alive for ever).
     if (b.unsent == 0 && (everything || now - b.last_used_ms > b.counting.sync_interval_ms)) {
       return;
     }
