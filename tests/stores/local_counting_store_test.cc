@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -49,6 +50,35 @@ class LocalCountingTest : public ::testing::Test {
   const Request request_{{"key", "k"}};
 };
 
+// A shared store that takes calls at once and carries them out when told: a sync that is still
+// out when something else happens.
+class HeldStore final : public Store {
+ public:
+  explicit HeldStore(std::shared_ptr<Store> inner) : inner_(std::move(inner)) {}
+
+  void Apply(std::vector<BucketOp> ops, StoreCallback done) override {
+    held_.emplace_back([this, ops = std::move(ops), done = std::move(done)]() mutable {
+      inner_->Apply(std::move(ops), std::move(done));
+    });
+  }
+  void ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallback done) override {
+    held_.emplace_back([this, ops = std::move(ops), done = std::move(done)]() mutable {
+      inner_->ApplyAllOrNothing(std::move(ops), std::move(done));
+    });
+  }
+
+  // Carries out every call taken so far, in order.
+  void Release() {
+    std::vector<std::function<void()>> held;
+    held.swap(held_);
+    for (auto& call : held) call();
+  }
+
+ private:
+  std::shared_ptr<Store> inner_;
+  std::vector<std::function<void()>> held_;
+};
+
 const Limit kTenPerDay{10, 10, 86'400'000};
 const Limit kHundredPerDay{100, 100, 86'400'000};
 
@@ -75,6 +105,22 @@ TEST_F(LocalCountingTest, SyncedDecidesLocallyBetweenSyncs) {
   EXPECT_EQ(gateway->Stats().sync_calls, 2u);
   EXPECT_EQ(SharedRemaining(kTenPerDay), 6);
   EXPECT_EQ(limiter->CheckBlocking(request_).verdicts[0].remaining, 5);
+}
+
+// A flush while a bucket's sync is out sends what was admitted since too, without waiting for
+// that sync: at a gateway's stop nothing comes after the flush.
+TEST_F(LocalCountingTest, AFlushSendsWhatASyncStillOutLeftBehind) {
+  auto held = std::make_shared<HeldStore>(shared_);
+  auto gateway = std::make_shared<LocalCountingStore>(held, clock_, /*background=*/false);
+  auto limiter = LimiterOn(gateway, PerKey(Counting::kSynced, kTenPerDay));
+  ASSERT_TRUE(limiter->CheckBlocking(request_).allowed);
+  gateway->Tick();  // the first sync, held
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(limiter->CheckBlocking(request_).allowed);
+  bool flushed = false;
+  gateway->Flush([&] { flushed = true; });
+  held->Release();
+  EXPECT_TRUE(flushed);
+  EXPECT_EQ(SharedRemaining(kTenPerDay), 6) << "all 4 admitted reached the shared store";
 }
 
 // Other gateways' counts arrive with each sync; a bucket that is not full again is never

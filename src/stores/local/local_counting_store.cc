@@ -119,7 +119,8 @@ struct LocalBucket {
 
 // A call to the shared store made for one local bucket, and why.
 struct Errand {
-  enum class Kind { kSync, kLease, kReturn } kind;
+  // kOwed: counts flushed while the bucket's sync was out, whose answer changes nothing here.
+  enum class Kind { kSync, kLease, kReturn, kOwed } kind;
   std::string key;
 };
 
@@ -327,8 +328,9 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
         return OnSync(errand.key, reply);
       case Errand::Kind::kLease:
         return FinishLease(errand.key, reply);
-      case Errand::Kind::kReturn:
-        return;  // tokens not given back are lost to this gateway, never overspent
+      case Errand::Kind::kReturn:  // tokens not given back are lost here, never overspent
+      case Errand::Kind::kOwed:    // the sync that was out sets the tokens when it answers
+        return;
     }
   }
 
@@ -399,7 +401,14 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
 
   void CollectSync(const std::string& key, LocalBucket& b, int64_t now, bool everything,
                    std::vector<BucketOp>& ops, std::vector<Errand>& errands) {
-    if (b.syncing) return;
+    if (b.syncing) {
+      // A flush does not wait for the sync that is out: what was admitted since goes too.
+      if (everything && b.unsent != 0) {
+        ops.push_back(TakeOwed(key, b));
+        errands.push_back({Errand::Kind::kOwed, key});
+      }
+      return;
+    }
     if (!everything && now < b.next_sync_ms) {
       next_due_ms = std::min(next_due_ms, b.next_sync_ms);
       return;
@@ -413,14 +422,20 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
       return;
     }
     next_due_ms = std::min(next_due_ms, b.next_sync_ms);
-    // A store down for long can leave more owed than a bucket holds; the rest goes next time.
-    b.sending = std::clamp(b.unsent, -b.limit.capacity, b.limit.capacity);
-    b.unsent -= b.sending;
+    BucketOp op = TakeOwed(key, b);
+    b.sending = op.cost;
     b.syncing = true;
-    BucketOp op{key, b.limit, b.sending};
-    op.up_to = b.sending >= 0;  // what was admitted is sent even when the bucket has less
     ops.push_back(std::move(op));
     errands.push_back({Errand::Kind::kSync, key});
+  }
+
+  // The op that sends what the bucket owes the store, taken out of `unsent`. A store down for
+  // long can leave more owed than a bucket holds; the rest goes next time.
+  static BucketOp TakeOwed(const std::string& key, LocalBucket& b) {
+    BucketOp op{key, b.limit, std::clamp(b.unsent, -b.limit.capacity, b.limit.capacity)};
+    b.unsent -= op.cost;
+    op.up_to = op.cost >= 0;  // what was admitted is sent even when the bucket has less
+    return op;
   }
 
   void CollectReturn(const std::string& key, LocalBucket& b, int64_t now, bool everything,
