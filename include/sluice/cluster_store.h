@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,9 +17,14 @@ namespace sluice {
 
 struct ClusterOptions {
   // Where to read the slot map first: any one node that answers is enough.
-  std::vector<std::pair<std::string, uint16_t>> seeds;
-  std::string username;  // an ACL user; empty for the default user
-  std::string password;  // empty for no AUTH
+  std::vector<HostPort> seeds;
+  std::string username;       // an ACL user; empty for the default user
+  std::string password;       // empty for no AUTH
+  std::string password_file;  // set: the password is this file's content (RedisCredentials)
+  // Set: every node is reached over TLS (nodes with tls-cluster yes). A seed is verified as
+  // server_name when set, else as its host; a node from the slot map as its announced hostname
+  // when it has one, else server_name, else its address.
+  std::optional<TlsOptions> tls;
   ScriptMode mode = ScriptMode::kEvalsha;
   std::chrono::milliseconds connect_timeout{1000};
   // A whole check, redirections and retries included; past it, kDeadlineExceeded (or the last
@@ -34,9 +40,6 @@ struct ClusterOptions {
   bool operator==(const ClusterOptions&) const = default;
 };
 
-// Parses "host:port" seed addresses ("[::1]:7001" for IPv6).
-Result<std::pair<std::string, uint16_t>> ParseHostPort(std::string_view address);
-
 struct ClusterStoreStats {
   uint64_t refreshes = 0;  // slot maps read
   uint64_t moved = 0;      // MOVED redirections followed
@@ -51,13 +54,20 @@ struct ClusterStoreStats {
 // map and retries at once; ASK sends ASKING and retries once at the named node; TRYAGAIN,
 // CLUSTERDOWN, LOADING, READONLY and lost connections ask for a new slot map and retry with
 // backoff within the check's timeout. Each primary loads the script or function when connected,
-// so a new primary after a failover gets it too, and NOSCRIPT is handled per node.
+// so a new primary after a failover gets it too, and NOSCRIPT is handled per node. The slot map
+// is read over connections of its own (CLUSTER SHARDS, or CLUSTER SLOTS on older servers),
+// with TLS when the nodes speak it.
 class ClusterStore final : public Store {
  public:
-  // Runs on a thread of its own.
+  // Runs on a thread of its own; reads the credentials `options` names (when they cannot be
+  // read, no node is ever reached and checks fail with kUnavailable and the reason).
   explicit ClusterStore(ClusterOptions options);
   // Runs on `io`, run by one thread (an event loop of the caller's), as RedisStore can.
   ClusterStore(ClusterOptions options, boost::asio::io_context& io);
+  // With credentials read (and reloaded) by the caller, on `io` when given, else on a thread of
+  // its own.
+  ClusterStore(ClusterOptions options, std::shared_ptr<RedisCredentials> credentials,
+               boost::asio::io_context* io);
   ~ClusterStore() override;
 
   ClusterStore(const ClusterStore&) = delete;

@@ -10,39 +10,15 @@
 #include <string>
 #include <string_view>
 
+#include "sluice/redis_credentials.h"
+#include "sluice/redis_options.h"
 #include "sluice/store.h"
 
 namespace sluice {
 
-// How the token bucket runs on the server.
-enum class ScriptMode {
-  kEvalsha,   // SCRIPT LOAD once, then EVALSHA by digest; NOSCRIPT reloads and resends
-  kFunction,  // Redis 7 functions: FUNCTION LOAD of the "sluice" library, then FCALL
-};
-
-// Where the server is and how to talk to it.
-struct RedisOptions {
-  std::string host = "127.0.0.1";
-  uint16_t port = 6379;
-  std::string username;  // an ACL user; empty for the default user
-  std::string password;  // empty for no AUTH
-  int db = 0;            // SELECTed after connecting
-  ScriptMode mode = ScriptMode::kEvalsha;
-  std::chrono::milliseconds connect_timeout{1000};
-  // A check not answered within this time fails with kDeadlineExceeded.
-  std::chrono::milliseconds timeout{50};
-  // Most bucket operations sent and not yet answered; beyond it, checks fail at once with
-  // kResourceExhausted instead of queueing behind a slow server.
-  size_t max_in_flight = 16384;
-  // Reconnection waits start here and double up to the maximum, with jitter.
-  std::chrono::milliseconds reconnect_min{50};
-  std::chrono::milliseconds reconnect_max{2000};
-
-  bool operator==(const RedisOptions&) const = default;
-};
-
-// Parses "redis://[[user]:password@]host[:port][/db]". The password may be percent-encoded.
-Result<RedisOptions> ParseRedisUrl(std::string_view url);
+namespace redis {
+class CallPipeline;
+}
 
 // Counters of a RedisStore's connection, for metrics and tests.
 struct RedisStoreStats {
@@ -67,22 +43,31 @@ struct RedisCall {
   std::optional<uint16_t> slot;
 };
 
-// A Store on one Redis server, over one auto-pipelined connection, run by a thread of its own or
-// by the caller's event loop.
+// A Store on one Redis server (over TCP, TLS or a Unix socket; or the master that Redis Sentinel
+// names), over one auto-pipelined connection, run by a thread of its own or by the caller's event
+// loop.
 // All operations of one Apply go in one script call (one EVALSHA or FCALL with a key per
 // bucket), answered in one round trip; concurrent checks share script calls and socket writes. The
 // connection handshakes (AUTH, SELECT, script or function load), reconnects with backoff when it
 // drops, and reloads the script when the server has lost it, invisibly to callers. While
 // disconnected, checks fail at once with kUnavailable; while connecting, they wait up to the check
-// timeout.
+// timeout. With Sentinel, every connection asks the sentinels where the master is and confirms
+// it with ROLE; a connection the master's failover cuts off fails the calls it carried (never
+// resent: they may have been applied) and the next one goes to the new master.
 class RedisStore final : public Store {
  public:
-  // Starts the connection's thread and begins connecting.
+  // Starts the connection's thread and begins connecting. The credentials are read from the
+  // files `options` names; when they cannot be, the store never connects and every check fails
+  // with kUnavailable and the reason.
   explicit RedisStore(RedisOptions options);
   // Runs the connection on `io`, which one thread runs (an event loop of the caller's); checks
   // submitted on that thread then never change threads, and complete there. `io` must outlive
   // the store's pending work or be destroyed with it undone.
   RedisStore(RedisOptions options, boost::asio::io_context& io);
+  // With credentials read by the caller (and shared by its stores, so that one Reload rotates
+  // them all); on `io` when it is given, as above, else on a thread of its own.
+  RedisStore(RedisOptions options, std::shared_ptr<RedisCredentials> credentials,
+             boost::asio::io_context* io);
   // Checks still pending complete with kUnavailable (on an external io_context, when it next
   // runs; if it never runs again, they are dropped with it, uncompleted); the own thread, if
   // any, is joined.
@@ -115,8 +100,7 @@ class RedisStore final : public Store {
   RedisStoreStats Stats() const;
 
  private:
-  class Connection;
-  std::shared_ptr<Connection> connection_;
+  std::shared_ptr<redis::CallPipeline> pipeline_;
 };
 
 // The Lua sources of the token bucket, GCRA and fixed window scripts, as embedded at build time.

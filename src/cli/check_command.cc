@@ -29,6 +29,13 @@ struct CheckArgs {
   std::vector<std::string> attributes;
   int count = 1;
   std::string interval = "0ms";
+  // TLS: on for rediss://, and for sentinel:// and cluster:// when any of these is given.
+  bool tls = false;
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_server_name;
+  std::string password_file;
 };
 
 [[noreturn]] void Fail(const std::string& message) { throw CLI::ValidationError(message); }
@@ -91,21 +98,46 @@ ClusterOptions ClusterOf(std::string_view seeds) {
   return cluster;
 }
 
+// The TLS flags over `tls` (rediss:// turns it on); none given and none on: plaintext.
+std::optional<TlsOptions> TlsOf(const CheckArgs& args, std::optional<TlsOptions> tls) {
+  const bool flagged = args.tls || !args.tls_ca.empty() || !args.tls_cert.empty() ||
+                       !args.tls_key.empty() || !args.tls_server_name.empty();
+  if (!flagged) return tls;
+  TlsOptions options = tls.value_or(TlsOptions{});
+  options.ca_file = args.tls_ca;
+  options.cert_file = args.tls_cert;
+  options.key_file = args.tls_key;
+  options.server_name = args.tls_server_name;
+  return options;
+}
+
+// The store's credentials and timings from the flags, over what the URL gave.
+template <typename Options>
+void ApplyFlags(const CheckArgs& args, Options& options) {
+  options.mode = OrFail(config::ParseScriptMode(args.mode));
+  options.timeout = std::chrono::milliseconds(OrFail(config::ParseDurationMs(args.timeout)));
+  options.tls = TlsOf(args, options.tls);
+  if (!args.password_file.empty()) {
+    if (!options.password.empty()) Fail("--password-file: the URL has a password already");
+    options.password_file = args.password_file;
+  }
+}
+
 config::StoreConfig StoreConfigOf(const CheckArgs& args) {
   config::StoreConfig store;
   if (args.store == "memory") return store;
-  const auto timeout = std::chrono::milliseconds(OrFail(config::ParseDurationMs(args.timeout)));
   if (std::string_view(args.store).starts_with("cluster://")) {
     store.type = config::StoreType::kCluster;
     store.cluster = ClusterOf(std::string_view(args.store).substr(10));
-    store.cluster.mode = OrFail(config::ParseScriptMode(args.mode));
-    store.cluster.timeout = timeout;
+    ApplyFlags(args, store.cluster);
     return store;
   }
-  store.type = config::StoreType::kRedis;
   store.redis = OrFail(ParseRedisUrl(args.store));
-  store.redis.mode = OrFail(config::ParseScriptMode(args.mode));
-  store.redis.timeout = timeout;
+  store.type = store.redis.sentinel ? config::StoreType::kSentinel : config::StoreType::kRedis;
+  if (!store.redis.unix_path.empty() && TlsOf(args, std::nullopt)) {
+    Fail("TLS is not for unix:// stores");
+  }
+  ApplyFlags(args, store.redis);
   return store;
 }
 
@@ -136,8 +168,8 @@ void Run(const CheckArgs& args) {
   for (const std::string& spec : args.rules) rules.push_back(ParseRule(spec));
   Request request = ParseRequest(args.attributes);
   const auto interval = std::chrono::milliseconds(OrFail(config::ParseDurationMs(args.interval)));
-  auto limiter =
-      OrFail(Limiter::Create(rules, LimiterOptionsOf(args), OpenStore(StoreConfigOf(args)).store));
+  auto limiter = OrFail(
+      Limiter::Create(rules, LimiterOptionsOf(args), OrFail(OpenStore(StoreConfigOf(args))).store));
   for (int n = 1; n <= args.count; ++n) {
     Print(n, limiter->CheckBlocking(request), *limiter);
     std::fflush(stdout);
@@ -152,8 +184,18 @@ void AddCheckCommand(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("check", "Check one request against rules and print decisions");
   cmd->add_option("--store", args->store,
-                  "memory, redis://[user:password@]host:port[/db], or cluster://host:port,...")
+                  "memory, redis://[user:password@]host:port[/db], rediss://... (TLS), "
+                  "unix:///path[?db=N], sentinel://host:port[,host:port...]/MASTER[?db=N], or "
+                  "cluster://host:port,...")
       ->capture_default_str();
+  cmd->add_flag("--tls", args->tls, "TLS to sentinels or cluster nodes (rediss:// is TLS already)");
+  cmd->add_option("--tls-ca", args->tls_ca, "CA certificates (PEM); default: the system's");
+  cmd->add_option("--tls-cert", args->tls_cert, "client certificate (PEM)");
+  cmd->add_option("--tls-key", args->tls_key, "client certificate's key (PEM)");
+  cmd->add_option("--tls-server-name", args->tls_server_name,
+                  "name the server's certificate must carry (and SNI)");
+  cmd->add_option("--password-file", args->password_file,
+                  "read the password from this file rather than the URL");
   cmd->add_option("--mode", args->mode, "evalsha or function (Redis only)")->capture_default_str();
   cmd->add_option("--timeout", args->timeout, "per-check timeout (Redis only)")
       ->capture_default_str();

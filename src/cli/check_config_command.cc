@@ -6,11 +6,26 @@
 #include <string>
 
 #include "config/config.h"
+#include "open_store.h"
 #include "rls/descriptor_config.h"
 #include "sluice/memory_store.h"
 
 namespace sluice::cli {
 namespace {
+
+const char* StoreKind(config::StoreType type) {
+  switch (type) {
+    case config::StoreType::kRedis:
+      return "redis";
+    case config::StoreType::kSentinel:
+      return "redis sentinel";
+    case config::StoreType::kCluster:
+      return "redis cluster";
+    case config::StoreType::kMemory:
+      break;
+  }
+  return "memory";
+}
 
 // Everything `serve` would refuse, refused here: the file, the limiter built from it, and the
 // rate limit service's descriptor files.
@@ -21,6 +36,10 @@ int CheckConfig(const std::string& path) {
     return 1;
   }
   const config::Config& c = *loaded;
+  if (auto credentials = LoadCredentials(c.store); !credentials.ok()) {
+    fmt::print(stderr, "{}: store: {}\n", path, credentials.status().message());
+    return 1;
+  }
   auto limiter =
       Limiter::Create(c.rules, config::LimiterOptionsOf(c), std::make_shared<MemoryStore>());
   if (!limiter.ok()) {
@@ -37,8 +56,7 @@ int CheckConfig(const std::string& path) {
     domains = files->size();
   }
   fmt::print("{}: ok ({} rules, {} rate limit service domains, {} store, listening on {})\n", path,
-             c.rules.size(), domains,
-             c.store.type == config::StoreType::kMemory ? "memory" : "redis",
+             c.rules.size(), domains, StoreKind(c.store.type),
              c.proxy ? c.listen.ToString() : "no proxy");
   return 0;
 }

@@ -15,30 +15,33 @@ namespace {
 using std::chrono::milliseconds;
 
 std::string Describe(const config::StoreConfig& config) {
-  if (config.type == config::StoreType::kRedis) {
-    return "redis " + config.redis.host + ":" + std::to_string(config.redis.port);
-  }
+  if (config.type != config::StoreType::kCluster) return config.redis.Describe();
   std::string seeds;
   for (const auto& [host, port] : config.cluster.seeds) {
     seeds += (seeds.empty() ? "" : ", ") + host + ":" + std::to_string(port);
   }
-  return "redis cluster (" + seeds + ")";
+  return std::string(config.cluster.tls ? "redis cluster (TLS; " : "redis cluster (") + seeds + ")";
 }
 
 milliseconds ConnectTimeout(const config::StoreConfig& config) {
-  return config.type == config::StoreType::kRedis ? config.redis.connect_timeout
-                                                  : config.cluster.connect_timeout;
+  return config.type == config::StoreType::kCluster ? config.cluster.connect_timeout
+                                                    : config.redis.connect_timeout;
 }
 
-// A store that talks to Redis: one server or a cluster, on `io` or on a thread of its own.
+const std::optional<TlsOptions>& TlsOf(const config::StoreConfig& config) {
+  return config.type == config::StoreType::kCluster ? config.cluster.tls : config.redis.tls;
+}
+
+// A store that talks to Redis: one server, a sentinel-named master or a cluster, on `io` or on
+// a thread of its own.
 template <typename S>
-std::shared_ptr<S> MakeShared(const config::StoreConfig& config, boost::asio::io_context* io) {
+std::shared_ptr<S> MakeShared(const config::StoreConfig& config,
+                              const std::shared_ptr<RedisCredentials>& credentials,
+                              boost::asio::io_context* io) {
   if constexpr (std::is_same_v<S, RedisStore>) {
-    return io != nullptr ? std::make_shared<S>(config.redis, *io)
-                         : std::make_shared<S>(config.redis);
+    return std::make_shared<S>(config.redis, credentials, io);
   } else {
-    return io != nullptr ? std::make_shared<S>(config.cluster, *io)
-                         : std::make_shared<S>(config.cluster);
+    return std::make_shared<S>(config.cluster, credentials, io);
   }
 }
 
@@ -46,10 +49,15 @@ std::shared_ptr<S> MakeShared(const config::StoreConfig& config, boost::asio::io
 // up to the connect timeout together to become ready.
 template <typename S>
 OpenedStores OpenShared(const config::StoreConfig& config,
+                        const std::shared_ptr<RedisCredentials>& credentials,
                         const std::vector<boost::asio::io_context*>& ios) {
+  const std::optional<TlsOptions>& tls = TlsOf(config);
+  if (tls && !tls->verify) {
+    spdlog::warn("store tls.verify is false: the server's certificate and name are not checked");
+  }
   std::vector<std::shared_ptr<S>> stores;
   stores.reserve(ios.size());
-  for (boost::asio::io_context* io : ios) stores.push_back(MakeShared<S>(config, io));
+  for (boost::asio::io_context* io : ios) stores.push_back(MakeShared<S>(config, credentials, io));
   const auto deadline = std::chrono::steady_clock::now() + ConnectTimeout(config);
   for (const auto& s : stores) {
     const auto left =
@@ -63,31 +71,49 @@ OpenedStores OpenShared(const config::StoreConfig& config,
   auto ready = [stores] {
     return std::all_of(stores.begin(), stores.end(), [](const auto& s) { return s->Ready(); });
   };
-  return {std::vector<std::shared_ptr<Store>>(stores.begin(), stores.end()), ready};
+  return {std::vector<std::shared_ptr<Store>>(stores.begin(), stores.end()), ready, credentials};
 }
 
-OpenedStores Open(const config::StoreConfig& config,
-                  const std::vector<boost::asio::io_context*>& ios) {
+Result<OpenedStores> Open(const config::StoreConfig& config,
+                          const std::vector<boost::asio::io_context*>& ios) {
+  Result<std::shared_ptr<RedisCredentials>> credentials = LoadCredentials(config);
+  if (!credentials.ok()) return credentials.status();
   switch (config.type) {
     case config::StoreType::kMemory:
-      return {std::vector<std::shared_ptr<Store>>(ios.size(), std::make_shared<MemoryStore>()),
-              [] { return true; }};
+      return OpenedStores{
+          std::vector<std::shared_ptr<Store>>(ios.size(), std::make_shared<MemoryStore>()),
+          [] { return true; }, nullptr};
     case config::StoreType::kRedis:
-      return OpenShared<RedisStore>(config, ios);
+    case config::StoreType::kSentinel:
+      return OpenShared<RedisStore>(config, *credentials, ios);
     case config::StoreType::kCluster:
-      return OpenShared<ClusterStore>(config, ios);
+      return OpenShared<ClusterStore>(config, *credentials, ios);
   }
-  return {};
+  return Status::InvalidArgument("unknown store type");
 }
 
 }  // namespace
 
-OpenedStore OpenStore(const config::StoreConfig& config) {
-  OpenedStores opened = Open(config, {nullptr});
-  return {opened.stores.front(), opened.ready};
+Result<std::shared_ptr<RedisCredentials>> LoadCredentials(const config::StoreConfig& config) {
+  switch (config.type) {
+    case config::StoreType::kMemory:
+      return std::shared_ptr<RedisCredentials>();
+    case config::StoreType::kRedis:
+    case config::StoreType::kSentinel:
+      return RedisCredentials::Load(config.redis);
+    case config::StoreType::kCluster:
+      return RedisCredentials::Load(config.cluster);
+  }
+  return std::shared_ptr<RedisCredentials>();
 }
 
-OpenedStores OpenStores(const config::StoreConfig& config, http::EventLoops& loops) {
+Result<OpenedStore> OpenStore(const config::StoreConfig& config) {
+  Result<OpenedStores> opened = Open(config, {nullptr});
+  if (!opened.ok()) return opened.status();
+  return OpenedStore{opened->stores.front(), opened->ready};
+}
+
+Result<OpenedStores> OpenStores(const config::StoreConfig& config, http::EventLoops& loops) {
   std::vector<boost::asio::io_context*> ios;
   for (size_t i = 0; i < loops.size(); ++i) ios.push_back(&loops[i]);
   return Open(config, ios);

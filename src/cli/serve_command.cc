@@ -55,7 +55,9 @@ class Service {
   // Starts the event loops, whose threads then wait for work, and connects the store.
   explicit Service(const config::Config& config) : loops_(config.threads), signals_(loops_[0]) {
     loops_.Start();
-    store_ = OpenStores(config.store, loops_);
+    Result<OpenedStores> opened = OpenStores(config.store, loops_);
+    if (!opened.ok()) throw std::runtime_error(opened.status().message());
+    store_ = std::move(opened).value();
     gateway_ = std::make_unique<http::Gateway>(store_.stores, store_.ready);
     if (Status s = gateway_->Apply(config); !s.ok()) throw std::runtime_error(s.message());
     if (config.rls) {
@@ -95,9 +97,7 @@ class Service {
     // Last: /metrics reads the other servers' counts.
     admin_ = Listen(&http::Gateway::HandleAdmin, c, c.admin_listen, "admin");
     drain_timeout_ = c.drain_timeout;
-    store_timeout_ = c.store.type == config::StoreType::kRedis     ? c.store.redis.timeout
-                     : c.store.type == config::StoreType::kCluster ? c.store.cluster.timeout
-                                                                   : milliseconds(0);
+    store_timeout_ = config::StoreTimeout(c.store);
     asio::post(loops_[0], [this] { WaitForSignals(); });
     loops_.Join();
     spdlog::info("stopped");
@@ -184,6 +184,15 @@ class Service {
         return;
       }
       descriptors = *loaded;
+    }
+    // Certificates and password files are read again, so that credentials rotate: new
+    // connections use them.
+    if (store_.credentials) {
+      if (Status s = store_.credentials->Reload(); !s.ok()) {
+        spdlog::error("reload refused, the running configuration and credentials stay: {}",
+                      s.message());
+        return;
+      }
     }
     if (Status s = gateway_->Apply(std::move(next).value()); !s.ok()) {
       spdlog::error("reload refused, the running configuration stays: {}", s.message());

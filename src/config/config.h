@@ -33,15 +33,20 @@ struct UpstreamConfig {
   bool operator==(const UpstreamConfig&) const = default;
 };
 
-enum class StoreType { kMemory, kRedis, kCluster };
+enum class StoreType { kMemory, kRedis, kSentinel, kCluster };
 
 struct StoreConfig {
   StoreType type = StoreType::kMemory;
-  RedisOptions redis;      // for kRedis: from `url`, `mode`, `timeout`, `connect_timeout`, ...
-  ClusterOptions cluster;  // for kCluster: from `nodes`, `username`, `password`, `mode`, ...
+  // For kRedis: from `url`, the credentials, `tls`, `mode`, `timeout`, ...; for kSentinel the
+  // same, with `sentinel` from `sentinels`, `master` and the sentinels' credentials.
+  RedisOptions redis;
+  ClusterOptions cluster;  // for kCluster: from `nodes`, the credentials, `tls`, `mode`, ...
 
   bool operator==(const StoreConfig&) const = default;
 };
+
+// A check's time limit on the store: its `timeout`, or 0 for the memory store.
+std::chrono::milliseconds StoreTimeout(const StoreConfig& store);
 
 // How a request's client is identified.
 struct ClientConfig {

@@ -4,17 +4,19 @@
 #include <utility>
 
 #include "config/duration.h"
+#include "config/environment.h"
 
 namespace sluice::config {
 
 Status yaml_internal::ReadYaml(std::string_view yaml, const std::string& source,
+                               YamlReading reading,
                                const std::function<void(const YamlField&)>& parse) {
   try {
     const YAML::Node root = YAML::Load(std::string(yaml));
     if (!root.IsDefined() || root.IsNull()) {
       return Status::InvalidArgument(source + ": the file is empty");
     }
-    parse(YamlField(root, "", source));
+    parse(YamlField(root, "", source, reading));
     return Status();
   } catch (const YamlError& e) {
     return Status::InvalidArgument(e.message);
@@ -23,8 +25,9 @@ Status yaml_internal::ReadYaml(std::string_view yaml, const std::string& source,
   }
 }
 
-YamlField::YamlField(const YAML::Node& node, std::string path, const std::string& source)
-    : node_(node), path_(std::move(path)), source_(source) {}
+YamlField::YamlField(const YAML::Node& node, std::string path, const std::string& source,
+                     YamlReading reading)
+    : node_(node), path_(std::move(path)), source_(source), reading_(reading) {}
 
 void YamlField::Fail(std::string_view what) const {
   // yaml-cpp has no mark for a value that is absent.
@@ -37,7 +40,7 @@ void YamlField::Fail(std::string_view what) const {
 bool YamlField::Has(const std::string& key) const { return node_.IsMap() && node_[key]; }
 
 YamlField YamlField::operator[](const std::string& key) const {
-  return {node_[key], KeyPath(key), source_};
+  return {node_[key], KeyPath(key), source_, reading_};
 }
 
 std::string YamlField::KeyPath(const std::string& key) const {
@@ -45,6 +48,10 @@ std::string YamlField::KeyPath(const std::string& key) const {
 }
 
 void YamlField::ExpectMap(std::initializer_list<std::string_view> known) const {
+  ExpectMap(std::span<const std::string_view>(known.begin(), known.size()));
+}
+
+void YamlField::ExpectMap(std::span<const std::string_view> known) const {
   VisitEntries(&known, [](const std::string&, const YamlField&) {});
 }
 
@@ -56,33 +63,35 @@ void YamlField::ForEachEntry(
 void YamlField::ForEachEntry(
     std::initializer_list<std::string_view> known,
     const std::function<void(const std::string&, const YamlField&)>& each) const {
-  VisitEntries(&known, each);
+  const std::span<const std::string_view> fields(known.begin(), known.size());
+  VisitEntries(&fields, each);
 }
 
 void YamlField::VisitEntries(
-    const std::initializer_list<std::string_view>* known,
+    const std::span<const std::string_view>* known,
     const std::function<void(const std::string&, const YamlField&)>& each) const {
   if (!node_.IsMap()) Fail("must be a mapping");
   for (const auto& entry : node_) {
     const auto key = entry.first.as<std::string>();
     // The key's own line: the value may sit lines below it, or be absent.
     if (known != nullptr && std::find(known->begin(), known->end(), key) == known->end()) {
-      YamlField(entry.first, KeyPath(key), source_).Fail("unknown field");
+      YamlField(entry.first, KeyPath(key), source_, reading_).Fail("unknown field");
     }
-    each(key, YamlField(entry.second, KeyPath(key), source_));
+    each(key, YamlField(entry.second, KeyPath(key), source_, reading_));
   }
 }
 
 void YamlField::ForEach(const std::function<void(const YamlField&)>& each) const {
   if (!node_.IsSequence()) Fail("must be a list");
   for (size_t i = 0; i < node_.size(); ++i) {
-    each(YamlField(node_[i], path_ + "[" + std::to_string(i) + "]", source_));
+    each(YamlField(node_[i], path_ + "[" + std::to_string(i) + "]", source_, reading_));
   }
 }
 
 std::string YamlField::String() const {
   if (!node_.IsScalar()) Fail("must be a single value");
-  return node_.Scalar();
+  if (!reading_.expand_environment) return node_.Scalar();
+  return Check(ExpandEnvironment(node_.Scalar()));
 }
 
 int64_t YamlField::Integer(int64_t low, int64_t high) const {

@@ -12,6 +12,7 @@
 #include <functional>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -30,9 +31,16 @@ struct YamlError {
 
 class YamlField;
 
+// How ReadYamlDocument reads a file.
+struct YamlReading {
+  // Each scalar's ${NAME} replaced from the environment (ExpandEnvironment), as Sluice's own
+  // configuration is; envoyproxy/ratelimit's descriptor files are read as that project does.
+  bool expand_environment = false;
+};
+
 namespace yaml_internal {
 // ReadYamlDocument, below, with `parse` keeping what it makes.
-Status ReadYaml(std::string_view yaml, const std::string& source,
+Status ReadYaml(std::string_view yaml, const std::string& source, YamlReading reading,
                 const std::function<void(const YamlField&)>& parse);
 }  // namespace yaml_internal
 
@@ -53,6 +61,7 @@ class YamlField {
   // Refuses anything but a mapping, and keys other than `known`, so that a misspelt field is an
   // error rather than a silent default.
   void ExpectMap(std::initializer_list<std::string_view> known) const;
+  void ExpectMap(std::span<const std::string_view> known) const;
 
   // Calls `each` with every key and value of a mapping, in the file's order.
   void ForEachEntry(const std::function<void(const std::string&, const YamlField&)>& each) const;
@@ -64,6 +73,7 @@ class YamlField {
   // Calls `each` with every element of a sequence; anything else, null too, is refused.
   void ForEach(const std::function<void(const YamlField&)>& each) const;
 
+  // The scalar's text, its ${NAME} expanded when the document is read so.
   std::string String() const;
 
   // The whole value as a number, or nothing when it is not one of type T (partly a number, out
@@ -104,32 +114,34 @@ class YamlField {
   const YAML::Node& node() const { return node_; }
 
  private:
-  friend Status yaml_internal::ReadYaml(std::string_view, const std::string&,
+  friend Status yaml_internal::ReadYaml(std::string_view, const std::string&, YamlReading,
                                         const std::function<void(const YamlField&)>&);
 
-  YamlField(const YAML::Node& node, std::string path, const std::string& source);
+  YamlField(const YAML::Node& node, std::string path, const std::string& source,
+            YamlReading reading);
 
   // The path of this mapping's `key`: "key" at the top, "path.key" below it.
   std::string KeyPath(const std::string& key) const;
 
   // Both ForEachEntry: `known` null takes any key.
-  void VisitEntries(const std::initializer_list<std::string_view>* known,
+  void VisitEntries(const std::span<const std::string_view>* known,
                     const std::function<void(const std::string&, const YamlField&)>& each) const;
 
   YAML::Node node_;
   std::string path_;
   const std::string& source_;
+  YamlReading reading_;
 };
 
 // Loads `yaml` and returns what `parse` makes of the whole document. A YAML syntax error, an
 // empty document and a YamlError thrown by `parse` come back as InvalidArgument naming `source`
 // (and the line, but for an empty document).
 template <typename T>
-Result<T> ReadYamlDocument(std::string_view yaml, const std::string& source,
+Result<T> ReadYamlDocument(std::string_view yaml, const std::string& source, YamlReading reading,
                            const std::function<T(const YamlField&)>& parse) {
   std::optional<T> value;
-  const Status read =
-      yaml_internal::ReadYaml(yaml, source, [&](const YamlField& root) { value = parse(root); });
+  const Status read = yaml_internal::ReadYaml(yaml, source, reading,
+                                              [&](const YamlField& root) { value = parse(root); });
   if (!read.ok()) return read;
   return std::move(*value);
 }

@@ -224,7 +224,7 @@ int64_t UnitMs(Unit unit) {
 
 Result<DomainConfig> ParseDomainConfig(std::string_view yaml, std::string_view source) {
   const std::string name(source);
-  return ReadYamlDocument<DomainConfig>(yaml, name,
+  return ReadYamlDocument<DomainConfig>(yaml, name, {},
                                         [&](const YamlField& root) { return Parse(root, name); });
 }
 

@@ -191,7 +191,7 @@ INSTANTIATE_TEST_SUITE_P(
                   "client.trusted_proxies[0]: \"10.0.0.0/33\" has a bad prefix length"},
         BadConfig{"BadRedisUrl",
                   "upstream: {address: a:1}\nstore: {type: redis, url: http://x}\nrules: []\n",
-                  "store.url: redis URL must start with redis://"},
+                  "store.url: a store URL starts with redis://, rediss://, unix:// or sentinel://"},
         BadConfig{"RedisWithoutUrl", "upstream: {address: a:1}\nstore: {type: redis}\nrules: []\n",
                   "store: a redis store needs a url"},
         BadConfig{
@@ -212,11 +212,11 @@ INSTANTIATE_TEST_SUITE_P(
                   "store: a cluster store needs nodes"},
         BadConfig{"ClusterBadNode",
                   "upstream: {address: a:1}\nstore: {type: cluster, nodes: [a:b]}\nrules: []\n",
-                  "store.nodes[0]: \"a:b\" has a bad port"},
+                  "store.nodes[0]: an address must be host:port, with a port from 1 to 65535"},
         BadConfig{"ClusterWithUrl",
                   "upstream: {address: a:1}\nstore: {type: cluster, nodes: [a:1], url: "
                   "'redis://a'}\nrules: []\n",
-                  "store.url: a cluster store takes nodes"},
+                  "store.url: applies only to a redis store"},
         BadConfig{"RedisWithNodes",
                   "upstream: {address: a:1}\nstore: {type: redis, url: 'redis://a', nodes: "
                   "[a:1]}\nrules: []\n",

@@ -47,8 +47,8 @@ TEST(ClusterTopologyTest, ShardsGiveEachShardsOnlineMaster) {
   Result<std::vector<SlotRange>> ranges = ParseClusterShards(*Parse(reply), "asked");
   ASSERT_TRUE(ranges.ok()) << ranges.status().message();
   // The failed master's shard is left out: its slots have no one to serve them.
-  EXPECT_EQ(*ranges,
-            (std::vector<SlotRange>{{0, 100, "10.0.0.1", 7001}, {200, 300, "10.0.0.1", 7001}}));
+  EXPECT_EQ(*ranges, (std::vector<SlotRange>{{0, 100, "10.0.0.1", 7001, ""},
+                                             {200, 300, "10.0.0.1", 7001, ""}}));
 }
 
 TEST(ClusterTopologyTest, SlotsGiveTheFirstNodeOfEachRange) {
@@ -56,7 +56,7 @@ TEST(ClusterTopologyTest, SlotsGiveTheFirstNodeOfEachRange) {
                             Bulk("id1") + "*3\r\n" + Bulk("127.0.0.1") + ":7004\r\n" + Bulk("id4");
   Result<std::vector<SlotRange>> ranges = ParseClusterSlots(*Parse(reply), "asked");
   ASSERT_TRUE(ranges.ok()) << ranges.status().message();
-  EXPECT_EQ(*ranges, (std::vector<SlotRange>{{0, 16383, "127.0.0.1", 7001}}));
+  EXPECT_EQ(*ranges, (std::vector<SlotRange>{{0, 16383, "127.0.0.1", 7001, ""}}));
 }
 
 TEST(ClusterTopologyTest, AnUnknownAddressIsTheHostAsked) {
@@ -64,11 +64,43 @@ TEST(ClusterTopologyTest, AnUnknownAddressIsTheHostAsked) {
                             Bulk("nodes") + "*1\r\n" + Node("", 7001, "master", "online");
   Result<std::vector<SlotRange>> ranges = ParseClusterShards(*Parse(reply), "10.1.2.3");
   ASSERT_TRUE(ranges.ok()) << ranges.status().message();
-  EXPECT_EQ(*ranges, (std::vector<SlotRange>{{0, 16383, "10.1.2.3", 7001}}));
+  EXPECT_EQ(*ranges, (std::vector<SlotRange>{{0, 16383, "10.1.2.3", 7001, ""}}));
   const std::string slots = "*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n" + Bulk("?") + ":7001\r\n";
   ranges = ParseClusterSlots(*Parse(slots), "10.1.2.3");
   ASSERT_TRUE(ranges.ok()) << ranges.status().message();
   EXPECT_EQ(ranges->front().host, "10.1.2.3");
+}
+
+// A node of a cluster with tls-cluster yes has a TLS port beside (or instead of) its plaintext
+// one, and may announce a hostname: the name its certificate is verified against.
+TEST(ClusterTopologyTest, TlsClientsTakeTheTlsPortAndTheAnnouncedHostname) {
+  const std::string node = "*12\r\n" + Bulk("port") + ":7001\r\n" + Bulk("tls-port") + ":8001\r\n" +
+                           Bulk("ip") + Bulk("10.0.0.1") + Bulk("hostname") +
+                           Bulk("node-1.redis.internal") + Bulk("role") + Bulk("master") +
+                           Bulk("health") + Bulk("online");
+  const std::string reply =
+      "*1\r\n*4\r\n" + Bulk("slots") + "*2\r\n:0\r\n:16383\r\n" + Bulk("nodes") + "*1\r\n" + node;
+  Result<std::vector<SlotRange>> tls = ParseClusterShards(*Parse(reply), "asked", true);
+  ASSERT_TRUE(tls.ok()) << tls.status().message();
+  EXPECT_EQ(*tls, (std::vector<SlotRange>{{0, 16383, "10.0.0.1", 8001, "node-1.redis.internal"}}));
+  Result<std::vector<SlotRange>> plain = ParseClusterShards(*Parse(reply), "asked", false);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->front().port, 7001);
+  // Only a TLS port: a plaintext client has nothing better.
+  const std::string tls_only = "*1\r\n*4\r\n" + Bulk("slots") + "*2\r\n:0\r\n:16383\r\n" +
+                               Bulk("nodes") + "*1\r\n*8\r\n" + Bulk("tls-port") + ":8002\r\n" +
+                               Bulk("ip") + Bulk("10.0.0.2") + Bulk("role") + Bulk("master") +
+                               Bulk("health") + Bulk("online");
+  Result<std::vector<SlotRange>> only = ParseClusterShards(*Parse(tls_only), "asked", false);
+  ASSERT_TRUE(only.ok());
+  EXPECT_EQ(only->front().port, 8002);
+  // CLUSTER SLOTS: the hostname in the node's metadata map.
+  const std::string slots = "*1\r\n*3\r\n:0\r\n:16383\r\n*4\r\n" + Bulk("10.0.0.1") + ":8001\r\n" +
+                            Bulk("id1") + "*2\r\n" + Bulk("hostname") +
+                            Bulk("node-1.redis.internal");
+  Result<std::vector<SlotRange>> from_slots = ParseClusterSlots(*Parse(slots), "asked");
+  ASSERT_TRUE(from_slots.ok());
+  EXPECT_EQ(from_slots->front().hostname, "node-1.redis.internal");
 }
 
 TEST(ClusterTopologyTest, MalformedTopologiesAreErrors) {

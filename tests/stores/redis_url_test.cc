@@ -48,5 +48,55 @@ TEST(RedisUrlTest, RefusesMalformedUrls) {
   }
 }
 
+TEST(RedisUrlTest, RedissIsTls) {
+  auto o = ParseRedisUrl("rediss://:pw@redis.internal:6380/1");
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->tls, TlsOptions{});
+  EXPECT_EQ(o->host, "redis.internal");
+  EXPECT_EQ(o->port, 6380);
+  EXPECT_EQ(o->db, 1);
+  EXPECT_EQ(o->password, "pw");
+  EXPECT_FALSE(ParseRedisUrl("redis://h")->tls);
+  EXPECT_EQ(o->Describe(), "redis (TLS) redis.internal:6380");
+}
+
+TEST(RedisUrlTest, UnixSocket) {
+  auto o = ParseRedisUrl("unix:///run/redis/redis.sock?db=4");
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->unix_path, "/run/redis/redis.sock");
+  EXPECT_EQ(o->db, 4);
+  EXPECT_EQ(ParseRedisUrl("unix:///tmp/r.sock")->db, 0);
+  EXPECT_EQ(o->Describe(), "redis unix:/run/redis/redis.sock");
+  for (const char* bad : {"unix://", "unix://relative.sock", "unix:///s.sock?db=x",
+                          "unix:///s.sock?database=1", "unix:///s.sock?db=-1"}) {
+    EXPECT_FALSE(ParseRedisUrl(bad).ok()) << bad;
+  }
+}
+
+TEST(RedisUrlTest, Sentinel) {
+  auto o = ParseRedisUrl("sentinel://10.0.0.1:26379,[::1]:26380/my%2Dmaster?db=2");
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  ASSERT_TRUE(o->sentinel);
+  EXPECT_EQ(o->sentinel->sentinels, (std::vector<HostPort>{{"10.0.0.1", 26379}, {"::1", 26380}}));
+  EXPECT_EQ(o->sentinel->master, "my-master");
+  EXPECT_EQ(o->db, 2);
+  EXPECT_EQ(o->Describe(), "redis sentinel master my-master");
+  auto with_password = ParseRedisUrl("sentinel://:pw@h:1/m");
+  ASSERT_TRUE(with_password.ok());
+  EXPECT_EQ(with_password->password, "pw");  // the master's
+  for (const char* bad : {"sentinel://h:1", "sentinel://h:1/", "sentinel:///m", "sentinel://h/m",
+                          "sentinel://h:1,/m", "sentinel://h:1/m?db=z"}) {
+    EXPECT_FALSE(ParseRedisUrl(bad).ok()) << bad;
+  }
+}
+
+TEST(RedisUrlTest, HostPort) {
+  EXPECT_EQ(*ParseHostPort("10.0.0.1:7001"), (HostPort{"10.0.0.1", 7001}));
+  EXPECT_EQ(*ParseHostPort("[::1]:7001"), (HostPort{"::1", 7001}));
+  for (const char* bad : {"", "h", ":1", "h:", "h:0", "h:65536", "[::1]", "h:x"}) {
+    EXPECT_FALSE(ParseHostPort(bad).ok()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace sluice

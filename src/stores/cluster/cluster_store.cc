@@ -2,19 +2,17 @@
 
 #include "sluice/cluster_store.h"
 
-#include <hiredis/hiredis.h>
-
 #include <algorithm>
 #include <atomic>
 #include <boost/asio.hpp>
 #include <charconv>
-#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <random>
 #include <thread>
 
+#include "slot_map_reader.h"
 #include "sluice/key_slot.h"
 #include "store_loop.h"
 #include "topology.h"
@@ -27,66 +25,6 @@ using std::chrono::milliseconds;
 
 namespace {
 
-struct ContextDeleter {
-  void operator()(redisContext* c) const { redisFree(c); }
-};
-using ContextPtr = std::unique_ptr<redisContext, ContextDeleter>;
-
-struct ReplyDeleter {
-  void operator()(redisReply* r) const { freeReplyObject(r); }
-};
-using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
-
-timeval ToTimeval(milliseconds ms) {
-  return {static_cast<time_t>(ms.count() / 1000),
-          static_cast<suseconds_t>(ms.count() % 1000 * 1000)};
-}
-
-ReplyPtr Command(redisContext* c, const std::vector<std::string>& args) {
-  std::vector<const char*> argv;
-  std::vector<size_t> lengths;
-  for (const std::string& a : args) {
-    argv.push_back(a.data());
-    lengths.push_back(a.size());
-  }
-  return ReplyPtr(static_cast<redisReply*>(
-      redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lengths.data())));
-}
-
-std::string ReplyError(const ReplyPtr& reply, redisContext* c) {
-  if (!reply) return c->errstr;
-  return {reply->str, static_cast<size_t>(reply->len)};
-}
-
-// Reads the slot map from one node, over a short-lived blocking connection: CLUSTER SHARDS, or
-// CLUSTER SLOTS where the server does not know it.
-Result<std::vector<cluster::SlotRange>> ReadSlotMapFrom(const std::string& host, uint16_t port,
-                                                        const ClusterOptions& options) {
-  const std::string where = host + ":" + std::to_string(port);
-  ContextPtr c(redisConnectWithTimeout(host.c_str(), port, ToTimeval(options.connect_timeout)));
-  if (!c || c->err) {
-    return Status::Unavailable(where + ": " + (c ? c->errstr : "cannot allocate a connection"));
-  }
-  redisSetTimeout(c.get(), ToTimeval(options.connect_timeout));
-  if (!options.password.empty()) {
-    ReplyPtr auth = options.username.empty()
-                        ? Command(c.get(), {"AUTH", options.password})
-                        : Command(c.get(), {"AUTH", options.username, options.password});
-    if (!auth || auth->type == REDIS_REPLY_ERROR) {
-      return Status::Unavailable(where + " refused AUTH: " + ReplyError(auth, c.get()));
-    }
-  }
-  ReplyPtr shards = Command(c.get(), {"CLUSTER", "SHARDS"});
-  if (!shards) return Status::Unavailable(where + ": " + c->errstr);
-  if (shards->type != REDIS_REPLY_ERROR) return cluster::ParseClusterShards(*shards, host);
-  ReplyPtr slots = Command(c.get(), {"CLUSTER", "SLOTS"});
-  if (!slots) return Status::Unavailable(where + ": " + c->errstr);
-  if (slots->type == REDIS_REPLY_ERROR) {
-    return Status::StoreError(where + ": " + ReplyError(slots, c.get()));
-  }
-  return cluster::ParseClusterSlots(*slots, host);
-}
-
 bool OneSlot(const std::vector<BucketOp>& ops) {
   const uint16_t slot = KeySlot(ops.front().key);
   return std::all_of(ops.begin(), ops.end(),
@@ -95,44 +33,33 @@ bool OneSlot(const std::vector<BucketOp>& ops) {
 
 }  // namespace
 
-Result<std::pair<std::string, uint16_t>> ParseHostPort(std::string_view address) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string_view::npos || colon == 0) {
-    return Status::InvalidArgument("\"" + std::string(address) + "\" is not host:port");
-  }
-  unsigned port = 0;
-  const auto [end, ec] =
-      std::from_chars(address.data() + colon + 1, address.data() + address.size(), port);
-  if (ec != std::errc() || end != address.data() + address.size() || port == 0 || port > 65535) {
-    return Status::InvalidArgument("\"" + std::string(address) + "\" has a bad port");
-  }
-  std::string_view host = address.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);  // an IPv6 address: [::1]:7001
-  }
-  return std::pair{std::string(host), static_cast<uint16_t>(port)};
-}
-
 class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
  public:
-  Impl(ClusterOptions options, asio::io_context* external)
-      : options_(std::move(options)), loop_(external), io_(loop_.io()) {}
+  // `credentials` null: no node is reached, and checks fail with `setup_error`.
+  Impl(ClusterOptions options, std::shared_ptr<RedisCredentials> credentials,
+       std::string setup_error, asio::io_context* external)
+      : options_(std::move(options)),
+        credentials_(std::move(credentials)),
+        setup_error_(std::move(setup_error)),
+        loop_(external),
+        io_(loop_.io()) {}
 
   // Starts reading the slot map, and the own thread if there is one.
   void Start() {
-    refresher_ = std::thread([this] { RefreshLoop(); });
+    if (credentials_) {
+      reader_ = std::make_shared<cluster::SlotMapReader>(
+          io_, options_, credentials_,
+          [weak = weak_from_this()](const std::vector<cluster::SlotRange>& ranges) {
+            if (auto self = weak.lock()) self->ApplySlotMap(ranges);
+          });
+      asio::post(io_, [self = shared_from_this()] { self->reader_->Start(); });
+    }
     loop_.Start(shared_from_this());
   }
 
-  // Ends the slot map reader, then fails what is pending (on the io_context) and ends the own
-  // thread. Callable from any thread but the reader's.
+  // Fails what is pending (on the io_context) and ends the own thread. Callable from any
+  // thread.
   void Stop() {
-    {
-      std::lock_guard lock(refresh_mutex_);
-      stopping_ = true;
-    }
-    refresh_changed_.notify_all();
-    refresher_.join();
     asio::post(io_, [self = shared_from_this()] { self->Shutdown(); });
     loop_.Finish();
   }
@@ -160,7 +87,7 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
 
   ClusterStoreStats Stats() const {
     auto get = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-    return {get(refreshes_), get(moved_), get(asked_), get(retries_),
+    return {reader_ ? reader_->reads() : 0, get(moved_), get(asked_), get(retries_),
             primaries_.load(std::memory_order_relaxed)};
   }
 
@@ -206,6 +133,7 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
 
   void Begin(const CheckPtr& check) {
     if (stopped_) return check->Finish(Status::Unavailable("the cluster store is stopped"));
+    if (!reader_) return check->Finish(Status::Unavailable(setup_error_));
     std::vector<CallPtr> calls;
     for (size_t i = 0; i < check->ops.size(); ++i) {
       const uint16_t slot = KeySlot(check->ops[i].key);
@@ -299,8 +227,10 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
 
   NodePtr Owner(uint16_t slot) const { return slots_.empty() ? nullptr : slots_[slot]; }
 
-  // The connection to `host:port`, opened if there is none yet.
-  NodePtr NodeAt(const std::string& host, uint16_t port) {
+  // The connection to `host:port`, opened if there is none yet. With TLS, the node's
+  // certificate must name `hostname` when the slot map announced one, else server_name, else
+  // the address connected to.
+  NodePtr NodeAt(const std::string& host, uint16_t port, const std::string& hostname = "") {
     const std::string address = host + ":" + std::to_string(port);
     NodePtr& node = nodes_[address];
     if (!node) {
@@ -308,12 +238,14 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
       redis.host = host;
       redis.port = port;
       redis.username = options_.username;
-      redis.password = options_.password;
+      redis.tls = options_.tls;
+      if (redis.tls && !hostname.empty()) redis.tls->server_name = hostname;
       redis.mode = options_.mode;
       redis.connect_timeout = options_.connect_timeout;
       redis.timeout = options_.timeout;
       redis.max_in_flight = options_.max_in_flight;
-      node = std::make_shared<Node>(Node{address, host, std::make_shared<RedisStore>(redis, io_)});
+      node = std::make_shared<Node>(
+          Node{address, host, std::make_shared<RedisStore>(redis, credentials_, &io_)});
     }
     return node;
   }
@@ -326,7 +258,7 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
     std::vector<NodePtr> slots(kClusterSlots);
     std::map<std::string, NodePtr> kept;
     for (const cluster::SlotRange& range : ranges) {
-      NodePtr node = NodeAt(range.host, range.port);
+      NodePtr node = NodeAt(range.host, range.port, range.hostname);
       kept[node->address] = node;
       for (unsigned s = range.first; s <= range.last; ++s) slots[s] = node;
     }
@@ -336,146 +268,83 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
     nodes_ = std::move(kept);
     slots_ = std::move(slots);
     primaries_.store(nodes_.size(), std::memory_order_relaxed);
-    std::vector<std::pair<std::string, uint16_t>> known;
+    std::vector<HostPort> known;
     std::vector<std::shared_ptr<RedisStore>> view;
     for (const auto& [address, node] : nodes_) {
       view.push_back(node->store);
       if (auto hp = ParseHostPort(address); hp.ok()) known.push_back(*hp);
     }
-    {
-      std::lock_guard lock(ready_mutex_);
-      ready_view_ = std::move(view);
-    }
-    std::lock_guard lock(refresh_mutex_);
-    known_primaries_ = std::move(known);
+    reader_->SetPrimaries(std::move(known));
+    std::lock_guard lock(ready_mutex_);
+    ready_view_ = std::move(view);
   }
 
   void Shutdown() {
     stopped_ = true;
+    if (reader_) reader_->Stop();
     slots_.clear();
     nodes_.clear();  // their connections fail what they hold, and those checks then stop here
     std::lock_guard lock(ready_mutex_);
     ready_view_.clear();
   }
 
-  // --- The slot map reader (its own thread: the reads block) --------------------------------
-
-  void RequestRefresh() {
-    {
-      std::lock_guard lock(refresh_mutex_);
-      if (refresh_wanted_) return;
-      refresh_wanted_ = true;
-    }
-    refresh_changed_.notify_all();
-  }
-
-  void RefreshLoop() {
-    std::unique_lock lock(refresh_mutex_);
-    milliseconds gap = options_.refresh_min_gap;
-    std::optional<Clock::time_point> last;
-    while (!stopping_) {
-      if (last) {
-        refresh_changed_.wait_until(lock, *last + options_.refresh_interval,
-                                    [this] { return stopping_ || refresh_wanted_; });
-        // Never sooner than the gap after the last read, however many calls ask.
-        refresh_changed_.wait_until(lock, *last + gap, [this] { return stopping_; });
-        if (stopping_) break;
-      }
-      refresh_wanted_ = false;
-      std::vector<std::pair<std::string, uint16_t>> candidates = Candidates();
-      lock.unlock();
-      Result<std::vector<cluster::SlotRange>> map = ReadSlotMap(candidates);
-      lock.lock();
-      // Jitter, so that the gateways (and the loops of one gateway) spread their reads.
-      last = Clock::now() + milliseconds(std::uniform_int_distribution<int64_t>(
-                                0, options_.refresh_min_gap.count() / 2)(rng_));
-      refreshes_.fetch_add(1, std::memory_order_relaxed);
-      if (map.ok()) {
-        gap = options_.refresh_min_gap;
-        asio::post(io_, [self = shared_from_this(), ranges = std::move(map).value()] {
-          self->ApplySlotMap(ranges);
-        });
-      } else {
-        gap = std::min<milliseconds>(gap * 2, milliseconds(2000));
-        refresh_wanted_ = true;  // keep trying, more slowly
-      }
-    }
-  }
-
-  // Whom to ask, under refresh_mutex_: the node that answered last, then the primaries and the
-  // seeds in a random order, so that one dead node does not delay every read the same way.
-  std::vector<std::pair<std::string, uint16_t>> Candidates() {
-    std::vector<std::pair<std::string, uint16_t>> candidates = known_primaries_;
-    candidates.insert(candidates.end(), options_.seeds.begin(), options_.seeds.end());
-    std::shuffle(candidates.begin(), candidates.end(), rng_);
-    if (auto it = std::find(candidates.begin(), candidates.end(), last_answered_);
-        it != candidates.end()) {
-      std::iter_swap(candidates.begin(), it);
-    }
-    return candidates;
-  }
-
-  // Asks the candidates in turn until one answers; gives up at once when the store stops.
-  Result<std::vector<cluster::SlotRange>> ReadSlotMap(
-      const std::vector<std::pair<std::string, uint16_t>>& candidates) {
-    Status last = Status::Unavailable("no cluster node to ask");
-    for (const auto& candidate : candidates) {
-      {
-        std::lock_guard lock(refresh_mutex_);
-        if (stopping_) break;
-      }
-      Result<std::vector<cluster::SlotRange>> map =
-          ReadSlotMapFrom(candidate.first, candidate.second, options_);
-      if (map.ok() && !map->empty()) {
-        std::lock_guard lock(refresh_mutex_);
-        last_answered_ = candidate;
-        return map;
-      }
-      if (!map.ok()) last = map.status();
-    }
-    return last;
-  }
+  void RequestRefresh() { reader_->Request(); }
 
   // --- Members ------------------------------------------------------------------------------
 
   const ClusterOptions options_;
+  const std::shared_ptr<RedisCredentials> credentials_;
+  const std::string setup_error_;
   stores::StoreLoop loop_;  // first in, last out: everything below runs on it
   asio::io_context& io_;
-  std::thread refresher_;
+  std::shared_ptr<cluster::SlotMapReader> reader_;  // null without credentials
 
   // The io_context's thread only.
   std::vector<NodePtr> slots_;  // empty until the first slot map
   std::map<std::string, NodePtr> nodes_;
   bool stopped_ = false;
 
-  // Shared with the reader.
-  std::mutex refresh_mutex_;
-  std::condition_variable refresh_changed_;
-  bool refresh_wanted_ = false;
-  bool stopping_ = false;
-  std::vector<std::pair<std::string, uint16_t>> known_primaries_;
-  std::pair<std::string, uint16_t> last_answered_;
-  std::mt19937_64 rng_{std::random_device{}()};
-
   mutable std::mutex ready_mutex_;
   std::vector<std::shared_ptr<RedisStore>> ready_view_;
 
-  std::atomic<uint64_t> refreshes_{0};
   std::atomic<uint64_t> moved_{0};
   std::atomic<uint64_t> asked_{0};
   std::atomic<uint64_t> retries_{0};
   std::atomic<size_t> primaries_{0};
 };
 
-ClusterStore::ClusterStore(ClusterOptions options)
-    : impl_(std::make_shared<Impl>(std::move(options), nullptr)) {
-  impl_->Start();
+namespace {
+
+// The store's state for `options`, its credentials read here when the caller has none.
+std::shared_ptr<ClusterStore::Impl> MakeImpl(ClusterOptions options,
+                                             std::shared_ptr<RedisCredentials> credentials,
+                                             asio::io_context* io) {
+  std::string setup_error;
+  if (!credentials) {
+    Result<std::shared_ptr<RedisCredentials>> loaded = RedisCredentials::Load(options);
+    if (loaded.ok()) {
+      credentials = std::move(loaded).value();
+    } else {
+      setup_error = loaded.status().message();
+    }
+  }
+  auto impl = std::make_shared<ClusterStore::Impl>(std::move(options), std::move(credentials),
+                                                   std::move(setup_error), io);
+  impl->Start();
+  return impl;
 }
 
+}  // namespace
+
+ClusterStore::ClusterStore(ClusterOptions options)
+    : impl_(MakeImpl(std::move(options), nullptr, nullptr)) {}
+
 ClusterStore::ClusterStore(ClusterOptions options, asio::io_context& io)
-    : impl_(std::make_shared<Impl>(std::move(options), &io)) {
-  impl_->Start();
-}
+    : impl_(MakeImpl(std::move(options), nullptr, &io)) {}
+
+ClusterStore::ClusterStore(ClusterOptions options, std::shared_ptr<RedisCredentials> credentials,
+                           asio::io_context* io)
+    : impl_(MakeImpl(std::move(options), std::move(credentials), io)) {}
 
 ClusterStore::~ClusterStore() { impl_->Stop(); }
 

@@ -1,5 +1,7 @@
 #include "topology.h"
 
+#include "reply.h"
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -10,11 +12,8 @@ namespace sluice::cluster {
 
 namespace {
 
-std::string_view Text(const redisReply& r) { return {r.str, static_cast<size_t>(r.len)}; }
-
-bool IsText(const redisReply& r) {
-  return r.type == REDIS_REPLY_STRING || r.type == REDIS_REPLY_STATUS;
-}
+using redis::IsText;
+using redis::Text;
 
 Status Malformed(std::string_view what) {
   return Status::StoreError("malformed cluster topology: " + std::string(what));
@@ -32,13 +31,8 @@ std::optional<uint16_t> Number(const redisReply& r, long long max) {
   return static_cast<uint16_t>(value);
 }
 
-// The value under `name` in a RESP2 map, sent as a flat array of names and values.
 const redisReply* Field(const redisReply& map, std::string_view name) {
-  if (map.type != REDIS_REPLY_ARRAY) return nullptr;
-  for (size_t i = 0; i + 1 < map.elements; i += 2) {
-    if (IsText(*map.element[i]) && Text(*map.element[i]) == name) return map.element[i + 1];
-  }
-  return nullptr;
+  return redis::MapField(map, name);
 }
 
 bool KnownHost(std::string_view host) { return !host.empty() && host != "?"; }
@@ -55,6 +49,27 @@ std::string NodeHost(const redisReply& node, std::string_view asked_host) {
   return std::string(asked_host);
 }
 
+// The port to use: "tls-port" for a TLS client, "port" otherwise, each falling back on the
+// other (a node has at least one of them).
+std::optional<uint16_t> NodePort(const redisReply& node, bool tls) {
+  const char* preferred = tls ? "tls-port" : "port";
+  const char* other = tls ? "port" : "tls-port";
+  for (const char* name : {preferred, other}) {
+    const redisReply* value = Field(node, name);
+    if (value == nullptr) continue;
+    const std::optional<uint16_t> port = Number(*value, 65535);
+    if (port && *port != 0) return port;
+  }
+  return std::nullopt;
+}
+
+// A text field's value, empty when absent.
+std::string TextField(const redisReply& map, std::string_view name) {
+  const redisReply* value = Field(map, name);
+  if (value == nullptr || !IsText(*value)) return "";
+  return std::string(Text(*value));
+}
+
 bool Is(const redisReply* value, std::string_view expected) {
   return value != nullptr && IsText(*value) && Text(*value) == expected;
 }
@@ -62,7 +77,7 @@ bool Is(const redisReply* value, std::string_view expected) {
 }  // namespace
 
 Result<std::vector<SlotRange>> ParseClusterShards(const redisReply& reply,
-                                                  std::string_view asked_host) {
+                                                  std::string_view asked_host, bool tls) {
   if (reply.type != REDIS_REPLY_ARRAY) return Malformed("CLUSTER SHARDS is not an array");
   std::vector<SlotRange> ranges;
   for (size_t s = 0; s < reply.elements; ++s) {
@@ -82,15 +97,14 @@ Result<std::vector<SlotRange>> ParseClusterShards(const redisReply& reply,
     }
     if (primary == nullptr) continue;  // its slots have no one to serve them for now
     const std::string host = NodeHost(*primary, asked_host);
-    const redisReply* port_field = Field(*primary, "port");
-    const std::optional<uint16_t> port =
-        port_field != nullptr ? Number(*port_field, 65535) : std::nullopt;
+    const std::optional<uint16_t> port = NodePort(*primary, tls);
     if (!port) return Malformed("a primary without a port");
+    const std::string hostname = TextField(*primary, "hostname");
     for (size_t i = 0; i < slots->elements; i += 2) {
       const auto first = Number(*slots->element[i], 16383);
       const auto last = Number(*slots->element[i + 1], 16383);
       if (!first || !last || *first > *last) return Malformed("a bad slot range");
-      ranges.push_back({*first, *last, host, *port});
+      ranges.push_back({*first, *last, host, *port, hostname});
     }
   }
   return ranges;
@@ -114,7 +128,10 @@ Result<std::vector<SlotRange>> ParseClusterSlots(const redisReply& reply,
       return Malformed("a bad CLUSTER SLOTS entry");
     }
     const std::string_view host = Text(*primary.element[0]);
-    ranges.push_back({*first, *last, std::string(KnownHost(host) ? host : asked_host), *port});
+    const std::string hostname =
+        primary.elements >= 4 ? TextField(*primary.element[3], "hostname") : "";
+    ranges.push_back(
+        {*first, *last, std::string(KnownHost(host) ? host : asked_host), *port, hostname});
   }
   return ranges;
 }

@@ -17,6 +17,7 @@ struct SlotRange {
   uint16_t last = 0;
   std::string host;
   uint16_t port = 0;
+  std::string hostname;  // the primary's announced hostname, when it has one: the TLS name
 
   std::string Address() const { return host + ":" + std::to_string(port); }
   bool operator==(const SlotRange&) const = default;
@@ -25,11 +26,13 @@ struct SlotRange {
 // The primaries' slot ranges from a reply to CLUSTER SHARDS (Redis 7: per shard, "slots" as
 // start/end pairs and "nodes" with role and health), keeping each shard's online master. A node
 // whose address is unknown ("?" or empty: a node that never met another does not know its own)
-// is at `asked_host`, the host the reply came from, as Redis's documentation says.
+// is at `asked_host`, the host the reply came from, as Redis's documentation says. `tls`: the
+// nodes' "tls-port" is the one to use (else "port"), for a client that speaks TLS.
 Result<std::vector<SlotRange>> ParseClusterShards(const redisReply& reply,
-                                                  std::string_view asked_host);
+                                                  std::string_view asked_host, bool tls = false);
 
-// The same from CLUSTER SLOTS (older servers): [start, end, [host, port, id], replicas...].
+// The same from CLUSTER SLOTS (older servers): [start, end, [host, port, id, {hostname}],
+// replicas...]; the port is the one for the asking connection (TLS or not).
 Result<std::vector<SlotRange>> ParseClusterSlots(const redisReply& reply,
                                                  std::string_view asked_host);
 

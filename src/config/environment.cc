@@ -1,0 +1,52 @@
+#include "config/environment.h"
+
+#include <cctype>
+#include <cstdlib>
+
+namespace sluice::config {
+namespace {
+
+bool IsNameStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool IsNameChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+bool IsName(std::string_view name) {
+  if (name.empty() || !IsNameStart(name.front())) return false;
+  for (char c : name) {
+    if (!IsNameChar(c)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<std::string> ExpandEnvironment(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  while (!text.empty()) {
+    if (text.starts_with("$${")) {
+      out.append("${");
+      text.remove_prefix(3);
+      continue;
+    }
+    if (!text.starts_with("${")) {
+      out.push_back(text.front());
+      text.remove_prefix(1);
+      continue;
+    }
+    const size_t close = text.find('}');
+    if (close == std::string_view::npos) {
+      return Status::InvalidArgument("\"${\" without its \"}\" (write $${ for a literal ${)");
+    }
+    const std::string name(text.substr(2, close - 2));
+    if (!IsName(name)) {
+      return Status::InvalidArgument("${" + name + "} is not a variable name");
+    }
+    const char* value = std::getenv(name.c_str());
+    if (value == nullptr) return Status::InvalidArgument("${" + name + "} is not set");
+    out.append(value);
+    text.remove_prefix(close + 1);
+  }
+  return out;
+}
+
+}  // namespace sluice::config

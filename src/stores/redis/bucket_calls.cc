@@ -1,0 +1,69 @@
+#include "bucket_calls.h"
+
+#include "reply.h"
+#include "sluice/redis_store.h"
+
+namespace sluice {
+
+namespace redis {
+
+void AppendCodes(std::string& codes, const std::vector<BucketOp>& ops, bool all_or_nothing) {
+  for (const BucketOp& op : ops) {
+    codes.push_back(op.up_to ? 'u' : (all_or_nothing && op.enforced) ? '1' : '0');
+  }
+}
+
+Result<std::vector<BucketReply>> ParseBucketReplies(const redisReply& reply, size_t offset,
+                                                    const std::vector<BucketOp>& ops) {
+  const size_t count = ops.size();
+  const redisReply* const* element = reply.element + offset;
+  for (size_t i = 0; i < 3 * count; ++i) {
+    if (IsError(*element[i])) return Status::StoreError(std::string(Text(*element[i])));
+    if (element[i]->type != REDIS_REPLY_INTEGER) {
+      return Status::StoreError("the bucket script returned a non-integer");
+    }
+  }
+  std::vector<BucketReply> replies(count);
+  for (size_t i = 0; i < count; ++i) {
+    const long long first = element[3 * i]->integer;
+    replies[i] = {ops[i].up_to ? first == ops[i].cost : first == 1, element[3 * i + 1]->integer,
+                  element[3 * i + 2]->integer, ops[i].up_to ? first : 0};
+  }
+  return replies;
+}
+
+bool IsMissingCode(std::string_view error) {
+  return error.starts_with("NOSCRIPT") || error.starts_with("ERR Function not found");
+}
+
+bool IsAboutSomeKeys(std::string_view error) {
+  return error.starts_with("ASK ") || error.starts_with("TRYAGAIN");
+}
+
+bool IsReadOnly(std::string_view error) { return error.starts_with("READONLY"); }
+
+}  // namespace redis
+
+std::string_view BucketScript(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::kGcra:
+      return GcraScript();
+    case Algorithm::kFixedWindow:
+      return FixedWindowScript();
+    case Algorithm::kTokenBucket:
+      break;
+  }
+  return TokenBucketScript();
+}
+
+std::string FunctionLibrary() {
+  std::string library = "#!lua name=sluice\n";
+  for (Algorithm algorithm : redis::kAlgorithms) {
+    library.append("\nredis.register_function('")
+        .append(redis::kFunctionNames[redis::Index(algorithm)]);
+    library.append("', function(KEYS, ARGV)\n").append(BucketScript(algorithm)).append("end)\n");
+  }
+  return library;
+}
+
+}  // namespace sluice

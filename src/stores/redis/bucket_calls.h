@@ -1,0 +1,48 @@
+// What a script call of bucket checks looks like on the wire: the scripts and functions by
+// algorithm, the codes that shape a call, and the reading of its reply.
+#pragma once
+
+#include <hiredis/hiredis.h>
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sluice/status.h"
+#include "sluice/store.h"
+
+namespace sluice::redis {
+
+inline constexpr std::array kAlgorithms = {Algorithm::kTokenBucket, Algorithm::kGcra,
+                                           Algorithm::kFixedWindow};
+
+inline size_t Index(Algorithm algorithm) { return static_cast<size_t>(algorithm); }
+
+// The name each algorithm's script is registered under in the function library.
+inline constexpr std::array<std::string_view, kAlgorithms.size()> kFunctionNames = {
+    "sluice_token_bucket", "sluice_gcra", "sluice_fixed_window"};
+
+// Appends one check's codes for calls.lua, one per op: 'u' takes up to the cost; in an
+// all-or-nothing check, '1' for each op whose rejection charges none; else '0'.
+void AppendCodes(std::string& codes, const std::vector<BucketOp>& ops, bool all_or_nothing);
+
+// One check's part of a script call's reply, from element `offset`: allowed (for an up_to op,
+// the tokens it took), remaining, retry_ms for each op in turn; or the server's error when one
+// of the check's keys could not be read.
+Result<std::vector<BucketReply>> ParseBucketReplies(const redisReply& reply, size_t offset,
+                                                    const std::vector<BucketOp>& ops);
+
+// The server no longer has the code: a restart, SCRIPT FLUSH, failover, or FUNCTION FLUSH.
+bool IsMissingCode(std::string_view error);
+
+// A cluster node answers for a call's keys together while their slot migrates: ASK when one is
+// gone from it, TRYAGAIN when some are and some are not. For a call of several checks, that
+// may be about another check's keys than this one's.
+bool IsAboutSomeKeys(std::string_view error);
+
+// The server is a replica now (a failover demoted it): its writes are refused.
+bool IsReadOnly(std::string_view error);
+
+}  // namespace sluice::redis

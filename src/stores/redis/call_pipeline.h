@@ -1,0 +1,167 @@
+// The calls of a Redis store: checks gathered into script calls, written back to back on one
+// connection (auto-pipelining), matched to their replies in order, with NOSCRIPT recovery,
+// replica waits and deadlines. The connection itself is a RedisLink's.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <queue>
+#include <string>
+#include <vector>
+
+#include "bucket_calls.h"
+#include "locator.h"
+#include "redis_link.h"
+#include "sluice/redis_credentials.h"
+#include "sluice/redis_store.h"
+#include "store_loop.h"
+
+namespace sluice::redis {
+
+// One pipeline and the thread that runs it. Everything but Submit and the readers of atomics
+// runs on that thread, so the pipeline's state needs no lock.
+class CallPipeline final : public std::enable_shared_from_this<CallPipeline>,
+                           private RedisLink::Listener {
+ public:
+  // Runs on `external` when given (its runner's thread), else on an io_context and thread of
+  // its own. `credentials` null: every connection fails with `setup_error`.
+  CallPipeline(RedisOptions options, std::shared_ptr<RedisCredentials> credentials,
+               std::string setup_error, boost::asio::io_context* external);
+  ~CallPipeline();
+
+  // Begins connecting, and starts the own thread if there is one. Every handler holds a
+  // reference, so the pipeline lives until its last operation has finished.
+  void Start();
+
+  // Fails what is pending. Callable from any thread, the pipeline's own included: a callback
+  // may hold the last reference to the store. The own thread, if any, ends; on an external
+  // io_context, the shutdown runs there (or never, when that loop has stopped for good).
+  void Stop();
+
+  void Submit(std::vector<BucketOp> ops, const RedisCall& call, StoreCallback done);
+
+  bool Ready() const { return ready_.load(std::memory_order_acquire); }
+  bool WaitReady(std::chrono::milliseconds timeout) const;
+  RedisStoreStats Stats() const;
+
+ private:
+  struct Check;
+  using CheckPtr = std::shared_ptr<Check>;
+
+  // A command written and not yet answered. Replies arrive in the order commands were written.
+  struct Pending {
+    enum class Kind { kHandshake, kRole, kLoad, kAsking, kBucket, kWait } kind;
+    // kBucket: the checks of the script call, in order; kWait: the checks written before it
+    // asking for it.
+    std::vector<CheckPtr> checks = {};
+    Algorithm algorithm = Algorithm::kTokenBucket;  // for kLoad: which script it loads
+  };
+
+  // The soonest deadline on top.
+  struct LaterDeadline {
+    bool operator()(const CheckPtr& a, const CheckPtr& b) const;
+  };
+
+  // RedisLink::Listener
+  void OnConnected() override;
+  void OnData() override;
+  void OnLost(const std::string& reason) override;
+
+  // Connecting.
+  void WriteLoad();
+  void OnSetupReply(const Pending& p, const redisReply& reply);
+  void OnRoleReply(const redisReply& reply);
+  void BecomeReady();
+  void Shutdown();
+  void SetReady(bool ready);
+  void OnMoved(const NodeAddress& now);
+
+  // Sending.
+  void DrainSubmitted();
+  void Accept(CheckPtr check);
+  void Gather(CheckPtr check);
+  void SendGathered();
+  void Send(std::vector<CheckPtr> checks);
+  void WriteWait();
+  void Flush();
+  void FailAll(const Status& error);
+  static void FinishEach(const std::vector<CheckPtr>& checks, const Status& error);
+
+  // Receiving.
+  void OnReply(Pending& p, const redisReply& reply);
+  void OnBucketReply(const Pending& p, const redisReply& reply);
+  void OnWaitReply(const Pending& p, const redisReply& reply);
+  void Resend(std::vector<CheckPtr> checks, std::string_view error);
+
+  // Deadlines.
+  void ArmDeadlineTimer();
+  void ExpireChecks();
+  void TimeOut(Check& check);
+  std::chrono::milliseconds StallLimit() const;
+
+  bool Up() const { return link_.state() == RedisLink::State::kReady; }
+
+  const RedisOptions options_;
+  const std::string function_library_;
+  std::shared_ptr<RedisCredentials> credentials_;
+
+  stores::StoreLoop loop_;  // first in, last out: everything below runs on it
+  boost::asio::io_context& io_;
+  std::shared_ptr<Locator> locator_;
+  RedisLink link_;
+  boost::asio::steady_timer deadline_timer_;
+
+  // Shared with submitting threads.
+  std::mutex submit_mutex_;
+  std::vector<CheckPtr> submitted_;
+  bool drain_posted_ = false;
+  bool stopped_ = false;
+
+  mutable std::mutex ready_mutex_;
+  mutable std::condition_variable ready_changed_;
+  std::atomic<bool> ready_{false};
+
+  std::atomic<uint64_t> connects_{0};
+  std::atomic<uint64_t> script_loads_{0};
+  std::atomic<uint64_t> commands_{0};
+  std::atomic<uint64_t> writes_{0};
+  std::atomic<uint64_t> timeouts_{0};
+  std::atomic<uint64_t> short_waits_{0};
+
+  // The pipeline's own thread only.
+  std::array<std::string, kAlgorithms.size()> script_sha_;  // by algorithm
+  std::string out_;                                         // commands waiting for the next write
+  std::string writing_buffer_;                              // the write in progress
+  bool writing_ = false;
+  std::deque<Pending> pending_;
+  std::deque<CheckPtr> waiting_;  // submitted while connecting
+  size_t waiting_ops_ = 0;        // their operations
+  std::priority_queue<CheckPtr, std::vector<CheckPtr>, LaterDeadline> deadlines_;
+  std::array<std::vector<CheckPtr>, kAlgorithms.size()> gathered_;  // by algorithm, to send
+  size_t gathered_ops_ = 0;                                         // their operations
+  size_t ops_in_flight_ = 0;
+  size_t calls_awaited_ = 0;  // script calls written, not yet answered
+  bool reload_queued_ = false;
+  std::vector<CheckPtr> waiters_;  // sent since the last WAIT, asking for one
+  ReplicaWait waiters_need_;       // the most they ask for
+  bool timer_armed_ = false;
+  std::chrono::steady_clock::time_point timer_expiry_;
+  uint64_t timer_seq_ = 0;
+  bool idle_since_write_ = true;
+  std::chrono::steady_clock::time_point last_write_;
+};
+
+// Where `options` say the server is: its address, or the sentinels that know it.
+std::shared_ptr<Locator> MakeLocator(const RedisOptions& options,
+                                     std::shared_ptr<RedisCredentials> credentials,
+                                     boost::asio::io_context& io);
+
+}  // namespace sluice::redis

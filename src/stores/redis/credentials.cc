@@ -1,0 +1,108 @@
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "sluice/cluster_store.h"
+#include "sluice/redis_credentials.h"
+#include "tls_context.h"
+
+namespace sluice {
+
+namespace {
+
+// A password file's content, one trailing newline dropped; a secret is short, so a large file is
+// a mistake (a certificate, a log) rather than a password.
+Result<std::string> ReadPasswordFile(const char* field, const std::string& path) {
+  constexpr std::streamsize kMaxBytes = 64 * 1024;
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    return Status::InvalidArgument(std::string(field) + " " + path +
+                                   ": cannot be read: " + std::strerror(errno));
+  }
+  std::string text(static_cast<size_t>(kMaxBytes) + 1, '\0');
+  file.read(text.data(), kMaxBytes + 1);
+  if (file.bad()) {
+    return Status::InvalidArgument(std::string(field) + " " + path + ": cannot be read");
+  }
+  text.resize(static_cast<size_t>(file.gcount()));
+  if (text.size() > static_cast<size_t>(kMaxBytes)) {
+    return Status::InvalidArgument(std::string(field) + " " + path + ": larger than 64 KiB");
+  }
+  if (text.ends_with("\r\n")) {
+    text.resize(text.size() - 2);
+  } else if (text.ends_with('\n')) {
+    text.pop_back();
+  }
+  return text;
+}
+
+// `inline_value`, or the content of `file` when one is named.
+Result<std::string> Secret(const std::string& inline_value, const char* field,
+                           const std::string& file) {
+  if (file.empty()) return inline_value;
+  return ReadPasswordFile(field, file);
+}
+
+}  // namespace
+
+Result<std::shared_ptr<RedisCredentials>> RedisCredentials::Load(const RedisOptions& options) {
+  Sources sources{options.password, options.password_file, "", "", options.tls};
+  if (options.sentinel) {
+    sources.sentinel_password = options.sentinel->password;
+    sources.sentinel_password_file = options.sentinel->password_file;
+  }
+  return LoadSources(std::move(sources));
+}
+
+Result<std::shared_ptr<RedisCredentials>> RedisCredentials::Load(const ClusterOptions& options) {
+  return LoadSources({options.password, options.password_file, "", "", options.tls});
+}
+
+Result<std::shared_ptr<RedisCredentials>> RedisCredentials::LoadSources(Sources sources) {
+  std::shared_ptr<RedisCredentials> credentials(new RedisCredentials(std::move(sources)));
+  if (Status s = credentials->Reload(); !s.ok()) return s;
+  return credentials;
+}
+
+Result<RedisCredentials::Values> RedisCredentials::Read() const {
+  Values values;
+  Result<std::string> password = Secret(sources_.password, "password_file", sources_.password_file);
+  if (!password.ok()) return password.status();
+  Result<std::string> sentinel =
+      Secret(sources_.sentinel_password, "sentinel_password_file", sources_.sentinel_password_file);
+  if (!sentinel.ok()) return sentinel.status();
+  values.password = std::move(password).value();
+  values.sentinel_password = std::move(sentinel).value();
+  if (sources_.tls) {
+    Result<std::shared_ptr<const TlsContext>> tls = TlsContext::Load(*sources_.tls);
+    if (!tls.ok()) return tls.status();
+    values.tls = std::move(tls).value();
+  }
+  return values;
+}
+
+Status RedisCredentials::Reload() {
+  Result<Values> values = Read();
+  if (!values.ok()) return values.status();
+  std::lock_guard lock(mutex_);
+  values_ = std::move(values).value();
+  return {};
+}
+
+std::string RedisCredentials::Password() const {
+  std::lock_guard lock(mutex_);
+  return values_.password;
+}
+
+std::string RedisCredentials::SentinelPassword() const {
+  std::lock_guard lock(mutex_);
+  return values_.sentinel_password;
+}
+
+std::shared_ptr<const TlsContext> RedisCredentials::Tls() const {
+  std::lock_guard lock(mutex_);
+  return values_.tls;
+}
+
+}  // namespace sluice
