@@ -77,13 +77,16 @@ bhttp::status RejectionStatus(const Decision& decision) {
   return decision.checked ? bhttp::status::too_many_requests : bhttp::status::service_unavailable;
 }
 
+// What a client is told of an error: its own bad input whole, a store's trouble only as that
+// (the store's address and error text are for the log and metrics, never for clients).
+std::string PublicError(const Status& error) {
+  if (error.code() == StatusCode::kInvalidArgument) return error.ToString();
+  return "rate limit store unavailable";
+}
+
 // The rejection's body: the rule that rejected and when to come back.
 std::string RejectionBody(const Decision& decision, const std::vector<Rule>& rules) {
-  if (!decision.checked) {
-    return json{{"error", "rate limit store unavailable"}, {"detail", decision.error.ToString()}}
-               .dump() +
-           "\n";
-  }
+  if (!decision.checked) return json{{"error", PublicError(decision.error)}}.dump() + "\n";
   json body = {{"error", "too many requests"}, {"retry_after", decision.retry_after_s}};
   if (decision.rejecting) {
     const RuleVerdict& r = decision.verdicts[*decision.rejecting];
@@ -134,7 +137,7 @@ std::string DecisionJson(const Decision& decision, const std::vector<Rule>& rule
     out["rejected_by"] = rules[r.rule].name;
     out["retry_ms"] = r.retry_ms;
   }
-  if (!decision.error.ok()) out["error"] = decision.error.ToString();
+  if (!decision.error.ok()) out["error"] = PublicError(decision.error);
   if (decision.fell_back_to_refund) out["policy"] = "refund";  // all-or-nothing could not be
   return out.dump();
 }
@@ -206,6 +209,10 @@ Awaitable<Decision> Gateway::Decide(const Snapshot& snapshot, const Request& req
   metrics_.RecordDecision(decision, snapshot.rule_counters,
                           std::chrono::duration<double>(Clock::now() - start).count());
   if (decision.shadow_rejections > 0) LogShadowRejections(decision, snapshot.rules());
+  if (!decision.checked && decision.error.code() != StatusCode::kInvalidArgument) {
+    store_errors_.Warn("rate limit store unavailable, the failure policy decides",
+                       decision.error.ToString());
+  }
   co_return decision;
 }
 

@@ -12,6 +12,7 @@
 #include "config/config.h"
 #include "http/metrics.h"
 #include "http/server.h"
+#include "http/throttled_log.h"
 #include "http/upstream.h"
 #include "sluice/limiter.h"
 #include "sluice/store.h"
@@ -89,6 +90,7 @@ class Gateway {
   std::shared_ptr<const Snapshot> current_;
   std::function<std::vector<std::pair<std::string, double>>()> gauges_;
   Metrics metrics_;
+  ThrottledLog store_errors_;
   std::atomic<int64_t> log_second_{0};
   std::atomic<int> logged_this_second_{0};
 };

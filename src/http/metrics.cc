@@ -62,7 +62,7 @@ void Metrics::RecordDecision(const Decision& decision, const std::vector<RuleCou
     if (decision.error.code() == StatusCode::kInvalidArgument) {
       Add(invalid_requests_);
     } else {
-      Add(store_errors_);
+      Add(store_errors_[static_cast<size_t>(decision.error.code())]);
       Add(decision.allowed ? failure_allowed_ : failure_rejected_);
     }
   }
@@ -84,7 +84,15 @@ std::string Metrics::Render(const std::vector<std::pair<std::string, double>>& g
                {{R"(decision="allowed")", Get(requests_allowed_)},
                 {R"(decision="rejected")", Get(requests_rejected_)}});
   RenderFamily(out, "sluice_invalid_requests_total", {{"", Get(invalid_requests_)}});
-  RenderFamily(out, "sluice_store_errors_total", {{"", Get(store_errors_)}});
+  std::vector<std::pair<std::string, uint64_t>> errors;
+  for (size_t code = 1; code < kStatusCodes; ++code) {
+    const auto status = static_cast<StatusCode>(code);
+    if (status == StatusCode::kInvalidArgument) continue;  // counted as invalid requests
+    std::string label = StatusCodeName(status);  // "deadline exceeded" -> deadline_exceeded
+    std::replace(label.begin(), label.end(), ' ', '_');
+    errors.emplace_back(fmt::format(R"(code="{}")", label), Get(store_errors_[code]));
+  }
+  RenderFamily(out, "sluice_store_errors_total", errors);
   RenderFamily(out, "sluice_failure_policy_total",
                {{R"(decision="allowed")", Get(failure_allowed_)},
                 {R"(decision="rejected")", Get(failure_rejected_)}});

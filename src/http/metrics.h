@@ -41,6 +41,9 @@ struct RuleCounters {
   std::atomic<uint64_t> shadow_rejections{0};
 };
 
+// The number of StatusCode values.
+inline constexpr size_t kStatusCodes = static_cast<size_t>(StatusCode::kFailedPrecondition) + 1;
+
 // Everything /metrics reports. Thread-safe.
 class Metrics {
  public:
@@ -67,7 +70,8 @@ class Metrics {
   std::atomic<uint64_t> requests_allowed_{0};
   std::atomic<uint64_t> requests_rejected_{0};
   std::atomic<uint64_t> invalid_requests_{0};
-  std::atomic<uint64_t> store_errors_{0};
+  // By StatusCode: why the store could not be asked.
+  std::array<std::atomic<uint64_t>, kStatusCodes> store_errors_{};
   std::atomic<uint64_t> failure_allowed_{0};
   std::atomic<uint64_t> failure_rejected_{0};
   std::atomic<uint64_t> upstream_errors_{0};

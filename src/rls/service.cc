@@ -35,10 +35,15 @@ void Service::ShouldRateLimit(const RateLimitRequest& request, ResponseCallback 
       done(Respond(*plan, *replies, options.response_headers));
     } else if (replies.status().code() == StatusCode::kInvalidArgument) {
       done(replies.status());  // the request's fault, not the store's: no failure policy
-    } else if (options.failure == config::RlsFailure::kError) {
-      done(replies.status());
     } else {
-      done(RespondUnchecked(*plan, options.failure == config::RlsFailure::kOpen));
+      store_errors_.Warn("rate limit store unavailable (rate limit service), rls.failure decides",
+                         replies.status().ToString());
+      if (options.failure == config::RlsFailure::kError) {
+        // The code says what happened; the store's address and error text stay in the log.
+        done(Status(replies.status().code(), "rate limit store unavailable"));
+      } else {
+        done(RespondUnchecked(*plan, options.failure == config::RlsFailure::kOpen));
+      }
     }
     // Last: a drain that sees no call in flight may stop the loops.
     in_flight_.fetch_sub(1, std::memory_order_relaxed);

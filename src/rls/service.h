@@ -14,6 +14,7 @@
 #include "sluice/async_callback.h"
 
 #include "config/rls_config.h"
+#include "http/throttled_log.h"
 #include "rls/descriptor_matcher.h"
 #include "rls/rate_limit_plan.h"
 #include "sluice/status.h"
@@ -72,6 +73,7 @@ class Service {
   mutable std::mutex mutex_;
   std::shared_ptr<const Snapshot> current_;
   std::atomic<size_t> in_flight_{0};
+  http::ThrottledLog store_errors_;
 };
 
 }  // namespace sluice::rls
