@@ -1,5 +1,6 @@
 // One behavioural suite for buckets and decisions, run on every store: the in-process store, a
-// real redis-server in both script modes and a real Redis Cluster must decide alike.
+// real redis-server in both script modes, over TLS and over a Unix socket, a master found
+// through Redis Sentinel, and a real Redis Cluster, plaintext and TLS, must decide alike.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -15,48 +16,101 @@
 #include "sluice/redis_store.h"
 #include "support/apply_blocking.h"
 #include "support/redis_cluster.h"
+#include "support/redis_sentinels.h"
 #include "support/redis_server.h"
+#include "support/tls_certificates.h"
 
 namespace sluice {
 namespace {
 
 using testing::RedisCluster;
+using testing::RedisSentinels;
 using testing::RedisServer;
+using testing::TlsCertificates;
+
+// A store, and what it runs on (a server of its own, or nothing when it is shared or in
+// process): the store goes first.
+struct MadeStore {
+  std::shared_ptr<void> backend;
+  std::shared_ptr<Store> store;
+};
 
 struct StoreKind {
   const char* name;
-  enum class Needs { kNothing, kServer, kCluster } needs;
-  // Makes a store on what it needs: a new redis-server, or the suite's cluster, emptied.
-  std::function<std::shared_ptr<Store>(RedisServer* server, RedisCluster* cluster)> make;
+  bool in_process;  // the memory store: all-or-nothing never falls back
+  std::function<MadeStore()> make;
 };
 
 // Names the store in test output instead of dumping the struct's bytes.
 void PrintTo(const StoreKind& kind, std::ostream* os) { *os << kind.name; }
 
-// A RedisStore on a server or a ClusterStore on a cluster, in `mode`, once it is ready.
-template <typename S, typename Backend>
-std::shared_ptr<Store> MakeOn(Backend* backend, ScriptMode mode) {
-  auto options = backend->Options();
+// A store of type S on `options` once it is ready, keeping `backend`.
+template <typename S, typename Options>
+MadeStore MakeOn(std::shared_ptr<void> backend, Options options, ScriptMode mode) {
   options.mode = mode;
   auto store = std::make_shared<S>(options);
   EXPECT_TRUE(store->WaitReady(std::chrono::seconds(5)));
-  return store;
+  return {std::move(backend), store};
 }
 
-// One cluster (three primaries, no replicas) for all the suite's tests, emptied before each.
-RedisCluster* SharedCluster() {
-  static RedisCluster cluster(3, 0);
-  for (uint16_t port : cluster.ports()) cluster.Client(port)->Command({"FLUSHALL"});
-  return &cluster;
+MadeStore OnServer(ScriptMode mode) {
+  auto server = std::make_shared<RedisServer>();
+  return MakeOn<RedisStore>(server, server->Options(), mode);
+}
+
+// A server that serves TLS (with the test CA's certificate) beside its plaintext port.
+MadeStore OnTlsServer() {
+  const TlsCertificates& certificates = TlsCertificates::Shared();
+  const uint16_t tls_port = testing::FreePort();
+  auto server = std::make_shared<RedisServer>(certificates.ServerArgs(tls_port));
+  RedisOptions options = server->Options();
+  options.port = tls_port;
+  options.tls = certificates.Trusting();
+  return MakeOn<RedisStore>(server, options, ScriptMode::kEvalsha);
+}
+
+MadeStore OnUnixSocket() {
+  const std::string path = "/tmp/sluice-test-" + std::to_string(testing::FreePort()) + ".sock";
+  auto server =
+      std::make_shared<RedisServer>(std::vector<std::string>{"--unixsocket", path,
+                                                             "--unixsocketperm", "700"});
+  RedisOptions options = server->Options();
+  options.unix_path = path;
+  return MakeOn<RedisStore>(server, options, ScriptMode::kFunction);
+}
+
+// One sentinel setup (a master, a replica, three sentinels) for all the suite's tests, its
+// master emptied before each.
+MadeStore OnSentinels() {
+  static RedisSentinels sentinels(1, 3);
+  sentinels.Client(sentinels.MasterPort())->Command({"FLUSHALL"});
+  return MakeOn<RedisStore>(nullptr, sentinels.Options(), ScriptMode::kEvalsha);
+}
+
+// One cluster (three primaries, no replicas) per transport for all the suite's tests, emptied
+// before each.
+RedisCluster* SharedCluster(bool tls) {
+  static std::unique_ptr<RedisCluster> plain;
+  static std::unique_ptr<RedisCluster> over_tls;
+  std::unique_ptr<RedisCluster>& shared = tls ? over_tls : plain;
+  if (!shared) {
+    shared = std::make_unique<RedisCluster>(3, 0, tls ? &TlsCertificates::Shared() : nullptr);
+  }
+  RedisCluster* cluster = shared.get();
+  for (uint16_t port : cluster->ports()) cluster->Client(port)->Command({"FLUSHALL"});
+  return cluster;
+}
+
+MadeStore OnCluster(ScriptMode mode, bool tls = false) {
+  return MakeOn<ClusterStore>(nullptr, SharedCluster(tls)->Options(), mode);
 }
 
 class StoreConformanceTest : public ::testing::TestWithParam<StoreKind> {
  protected:
   void SetUp() override {
-    using Needs = StoreKind::Needs;
-    if (GetParam().needs == Needs::kServer) server_ = std::make_unique<RedisServer>();
-    RedisCluster* cluster = GetParam().needs == Needs::kCluster ? SharedCluster() : nullptr;
-    store_ = GetParam().make(server_.get(), cluster);
+    MadeStore made = GetParam().make();
+    backend_ = std::move(made.backend);
+    store_ = std::move(made.store);
   }
 
   std::unique_ptr<Limiter> MakeLimiter(std::vector<Rule> rules,
@@ -80,7 +134,7 @@ class StoreConformanceTest : public ::testing::TestWithParam<StoreKind> {
     return replies.ok() ? replies->front().remaining : -1;
   }
 
-  std::unique_ptr<RedisServer> server_;
+  std::shared_ptr<void> backend_;  // outlives the store
   std::shared_ptr<Store> store_;
 };
 
@@ -388,7 +442,7 @@ TEST_P(StoreConformanceTest, AllOrNothingFallsBackToRefundAndSaysSo) {
   ASSERT_TRUE(limiter->CheckBlocking(request).allowed);
   Decision d = limiter->CheckBlocking(request);
   EXPECT_FALSE(d.allowed);
-  EXPECT_EQ(d.fell_back_to_refund, GetParam().needs != StoreKind::Needs::kNothing);
+  EXPECT_EQ(d.fell_back_to_refund, !GetParam().in_process);
   EXPECT_FALSE(d.verdicts[0].charged);
   EXPECT_EQ(Remaining("rl:gcra:ip:fb", kTenPerHour, Algorithm::kGcra), 9);
 }
@@ -510,26 +564,17 @@ TEST(SyncedCountingOnRedisTest, DecidesWhileRedisIsDownAndSendsItsCountsWhenItRe
 
 INSTANTIATE_TEST_SUITE_P(
     Stores, StoreConformanceTest,
-    ::testing::Values(StoreKind{"Memory", StoreKind::Needs::kNothing,
-                                [](RedisServer*, RedisCluster*) {
-                                  return std::make_shared<MemoryStore>();
-                                }},
-                      StoreKind{"RedisEvalsha", StoreKind::Needs::kServer,
-                                [](RedisServer* s, RedisCluster*) {
-                                  return MakeOn<RedisStore>(s, ScriptMode::kEvalsha);
-                                }},
-                      StoreKind{"RedisFunction", StoreKind::Needs::kServer,
-                                [](RedisServer* s, RedisCluster*) {
-                                  return MakeOn<RedisStore>(s, ScriptMode::kFunction);
-                                }},
-                      StoreKind{"ClusterEvalsha", StoreKind::Needs::kCluster,
-                                [](RedisServer*, RedisCluster* c) {
-                                  return MakeOn<ClusterStore>(c, ScriptMode::kEvalsha);
-                                }},
-                      StoreKind{"ClusterFunction", StoreKind::Needs::kCluster,
-                                [](RedisServer*, RedisCluster* c) {
-                                  return MakeOn<ClusterStore>(c, ScriptMode::kFunction);
-                                }}),
+    ::testing::Values(
+        StoreKind{"Memory", true,
+                  [] { return MadeStore{nullptr, std::make_shared<MemoryStore>()}; }},
+        StoreKind{"RedisEvalsha", false, [] { return OnServer(ScriptMode::kEvalsha); }},
+        StoreKind{"RedisFunction", false, [] { return OnServer(ScriptMode::kFunction); }},
+        StoreKind{"RedisTls", false, OnTlsServer},
+        StoreKind{"RedisUnixSocket", false, OnUnixSocket},
+        StoreKind{"Sentinel", false, OnSentinels},
+        StoreKind{"ClusterEvalsha", false, [] { return OnCluster(ScriptMode::kEvalsha); }},
+        StoreKind{"ClusterFunction", false, [] { return OnCluster(ScriptMode::kFunction); }},
+        StoreKind{"ClusterTls", false, [] { return OnCluster(ScriptMode::kEvalsha, true); }}),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace

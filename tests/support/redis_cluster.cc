@@ -56,12 +56,14 @@ bool Pings(uint16_t port) {
 
 }  // namespace
 
-RedisCluster::RedisCluster(int primaries, int replicas)
-    : dir_("/tmp/sluice-test-cluster-" + std::to_string(getpid()) + "-" +
+RedisCluster::RedisCluster(int primaries, int replicas, const TlsCertificates* tls)
+    : tls_(tls),
+      dir_("/tmp/sluice-test-cluster-" + std::to_string(getpid()) + "-" +
            std::to_string(FreePort())) {
   for (int i = 0; i < primaries * (1 + replicas); ++i) {
     const uint16_t port = FreeClusterPort();
     ports_.push_back(port);
+    if (tls_ != nullptr) tls_ports_[port] = FreePort();
     Start(port);
   }
   std::string command = kScript + " create --replicas " + std::to_string(replicas);
@@ -78,9 +80,13 @@ RedisCluster::~RedisCluster() {
 
 void RedisCluster::Start(uint16_t port) {
   std::filesystem::create_directories(dir_ + "/" + std::to_string(port));
-  nodes_[port] = std::make_unique<Process>(
-      std::vector<std::string>{"bash", kScript, "run-node", std::to_string(port), dir_},
-      dir_ + "/" + std::to_string(port) + ".out");
+  std::vector<std::string> args = {"bash", kScript, "run-node", std::to_string(port), dir_};
+  if (tls_ != nullptr) {
+    for (const std::string& a : tls_->ServerArgs(tls_ports_.at(port))) args.push_back(a);
+    args.insert(args.end(), {"--tls-cluster", "yes", "--tls-replication", "yes"});
+  }
+  nodes_[port] =
+      std::make_unique<Process>(std::move(args), dir_ + "/" + std::to_string(port) + ".out");
   for (int i = 0; i < 200 && !Pings(port); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -91,7 +97,10 @@ void RedisCluster::Kill(uint16_t port) { nodes_.erase(port); }
 
 ClusterOptions RedisCluster::Options() const {
   ClusterOptions options;
-  for (uint16_t port : ports_) options.seeds.emplace_back("127.0.0.1", port);
+  for (uint16_t port : ports_) {
+    options.seeds.emplace_back("127.0.0.1", tls_ != nullptr ? tls_ports_.at(port) : port);
+  }
+  if (tls_ != nullptr) options.tls = tls_->Trusting();
   options.timeout = std::chrono::milliseconds(200);
   return options;
 }

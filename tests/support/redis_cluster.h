@@ -12,20 +12,24 @@
 #include "process.h"
 #include "redis_server.h"
 #include "sluice/cluster_store.h"
+#include "tls_certificates.h"
 
 namespace sluice::testing {
 
 class RedisCluster {
  public:
-  // Starts primaries x (1 + replicas) nodes and joins them; fails the test if it cannot.
-  RedisCluster(int primaries, int replicas);
+  // Starts primaries x (1 + replicas) nodes and joins them; fails the test if it cannot. With
+  // `tls`, every node also serves TLS on a port of its own and the cluster bus speaks TLS
+  // (tls-cluster yes); the plaintext ports stay for the tests to poke the nodes.
+  RedisCluster(int primaries, int replicas, const TlsCertificates* tls = nullptr);
   ~RedisCluster();
   RedisCluster(const RedisCluster&) = delete;
   RedisCluster& operator=(const RedisCluster&) = delete;
 
   const std::vector<uint16_t>& ports() const { return ports_; }
 
-  // Options for a ClusterStore seeded with every node.
+  // Options for a ClusterStore seeded with every node (their TLS ports, trusting the test CA,
+  // with TLS).
   ClusterOptions Options() const;
 
   // The port of the primary that serves `slot` now, asking a running node; 0 when none does.
@@ -47,8 +51,10 @@ class RedisCluster {
  private:
   uint16_t AnyRunning() const;
 
+  const TlsCertificates* tls_;
   std::string dir_;
   std::vector<uint16_t> ports_;
+  std::map<uint16_t, uint16_t> tls_ports_;  // plaintext port -> TLS port
   std::map<uint16_t, std::unique_ptr<Process>> nodes_;
 };
 
