@@ -99,6 +99,11 @@ class RedisStore final : public Store {
 
   RedisStoreStats Stats() const;
 
+  // Why the last connection ended or the last attempt failed ("127.0.0.1:6380: TLS: the
+  // server's certificate is refused: certificate has expired"); empty until one has. For logs
+  // and operators, never for clients: it names the server.
+  std::string LastError() const;
+
  private:
   std::shared_ptr<redis::CallPipeline> pipeline_;
 };

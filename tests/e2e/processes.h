@@ -120,6 +120,7 @@ class Gateway {
     return {std::istreambuf_iterator<char>(log), {}};
   }
 
+  const std::string& ConfigPath() const { return path_; }
   uint16_t proxy() const { return proxy_; }
   uint16_t check() const { return check_; }
   uint16_t admin() const { return admin_; }

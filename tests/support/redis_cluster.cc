@@ -63,7 +63,12 @@ RedisCluster::RedisCluster(int primaries, int replicas, const TlsCertificates* t
   for (int i = 0; i < primaries * (1 + replicas); ++i) {
     const uint16_t port = FreeClusterPort();
     ports_.push_back(port);
-    if (tls_ != nullptr) tls_ports_[port] = FreePort();
+    // With tls-cluster the bus listens 10,000 above the TLS port, so it must be free too.
+    if (tls_ != nullptr) {
+      uint16_t tls_port = FreeClusterPort();
+      while (tls_port == port) tls_port = FreeClusterPort();
+      tls_ports_[port] = tls_port;
+    }
     Start(port);
   }
   std::string command = kScript + " create --replicas " + std::to_string(replicas);

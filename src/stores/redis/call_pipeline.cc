@@ -201,7 +201,7 @@ void CallPipeline::BecomeReady() {
 }
 
 void CallPipeline::OnLost(const std::string& reason) {
-  SetReady(false);
+  SetReady(false, reason);
   FailAll(Status::Unavailable(reason));
 }
 
@@ -248,12 +248,18 @@ void CallPipeline::Shutdown() {
   FailAll(Status::Unavailable("the redis store is stopped"));
 }
 
-void CallPipeline::SetReady(bool ready) {
+void CallPipeline::SetReady(bool ready, const std::string& why) {
   {
     std::lock_guard lock(ready_mutex_);
     ready_.store(ready, std::memory_order_release);
+    if (!why.empty()) last_error_ = why;
   }
   ready_changed_.notify_all();
+}
+
+std::string CallPipeline::LastError() const {
+  std::lock_guard lock(ready_mutex_);
+  return last_error_;
 }
 
 // --- Sending --------------------------------------------------------------------------------

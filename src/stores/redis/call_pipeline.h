@@ -51,6 +51,7 @@ class CallPipeline final : public std::enable_shared_from_this<CallPipeline>,
   bool Ready() const { return ready_.load(std::memory_order_acquire); }
   bool WaitReady(std::chrono::milliseconds timeout) const;
   RedisStoreStats Stats() const;
+  std::string LastError() const;
 
  private:
   struct Check;
@@ -81,7 +82,8 @@ class CallPipeline final : public std::enable_shared_from_this<CallPipeline>,
   void OnRoleReply(const redisReply& reply);
   void BecomeReady();
   void Shutdown();
-  void SetReady(bool ready);
+  // Ready() from now on; when not, `why`.
+  void SetReady(bool ready, const std::string& why = "");
   void OnMoved(const NodeAddress& now);
 
   // Sending.
@@ -125,9 +127,10 @@ class CallPipeline final : public std::enable_shared_from_this<CallPipeline>,
   bool drain_posted_ = false;
   bool stopped_ = false;
 
-  mutable std::mutex ready_mutex_;
+  mutable std::mutex ready_mutex_;  // guards last_error_ too
   mutable std::condition_variable ready_changed_;
   std::atomic<bool> ready_{false};
+  std::string last_error_;
 
   std::atomic<uint64_t> connects_{0};
   std::atomic<uint64_t> script_loads_{0};

@@ -127,4 +127,6 @@ bool RedisStore::WaitReady(std::chrono::milliseconds timeout) const {
 
 RedisStoreStats RedisStore::Stats() const { return pipeline_->Stats(); }
 
+std::string RedisStore::LastError() const { return pipeline_->LastError(); }
+
 }  // namespace sluice

@@ -1,6 +1,8 @@
 #include "tls_context.h"
 
+#include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include <cerrno>
 #include <cstring>
@@ -20,6 +22,15 @@ std::optional<std::string> Unreadable(const std::string& path) {
   return std::strerror(errno);
 }
 
+// OpenSSL's words for why a file was refused, but in the configuration's terms for a key that
+// belongs to another certificate.
+std::string Refusal(const boost::system::error_code& ec) {
+  if (ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == X509_R_KEY_VALUES_MISMATCH) {
+    return "does not match tls.cert_file";
+  }
+  return ec.message();
+}
+
 // Reads one file into the context with `use`, naming the field and the file when it fails.
 template <typename Use>
 Status UseFile(const char* field, const std::string& path, Use use) {
@@ -28,7 +39,7 @@ Status UseFile(const char* field, const std::string& path, Use use) {
   }
   boost::system::error_code ec;
   use(ec);
-  if (ec) return Status::InvalidArgument(std::string(field) + " " + path + ": " + ec.message());
+  if (ec) return Status::InvalidArgument(std::string(field) + " " + path + ": " + Refusal(ec));
   return {};
 }
 
@@ -65,10 +76,6 @@ Result<std::shared_ptr<const TlsContext>> TlsContext::Load(const TlsOptions& opt
                            });
         !s.ok()) {
       return s;
-    }
-    if (SSL_CTX_check_private_key(context->native_handle()) != 1) {
-      return Status::InvalidArgument("tls.key_file " + options.key_file +
-                                     ": does not match tls.cert_file");
     }
   }
   context->set_verify_mode(options.verify ? ssl::verify_peer : ssl::verify_none, ec);

@@ -1,0 +1,197 @@
+// `sluice serve` on stores that refuse it: a wrong password, a certificate that fails
+// verification. Whatever goes wrong, the password appears nowhere (logs, check-config, answers,
+// /metrics) and the store's address only in the log; credentials rotate at SIGHUP.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "e2e/processes.h"
+#include "support/redis_server.h"
+#include "support/tls_certificates.h"
+
+namespace sluice {
+namespace {
+
+using e2e::Gateway;
+using e2e::Upstream;
+using e2e::WaitUntil;
+using std::chrono::milliseconds;
+using testing::Fetch;
+using testing::HttpResult;
+using testing::Process;
+using testing::RedisServer;
+using testing::TlsCertificates;
+
+constexpr const char* kPassword = "s3cret-Pa55word-e2e";
+constexpr const char* kWrongPassword = "wr0ng-Pa55word-e2e";
+
+// Everything `body` of a configuration answers through each of the gateway's front ends.
+std::vector<std::string> Answers(const Gateway& gateway, uint16_t rls_json) {
+  std::vector<std::string> answers;
+  auto keep = [&](const HttpResult& r) {
+    std::string all = std::to_string(r.status) + "\n";
+    for (const auto& [name, value] : r.headers) all += name + ": " + value + "\n";
+    answers.push_back(all + r.body);
+  };
+  keep(gateway.Get("/api/x", {{"X-Api-Key", "ak_1"}}));
+  keep(Fetch(gateway.check(), "POST", "/v1/check", {}, R"({"attributes": {"key": "ak_1"}})"));
+  keep(Fetch(gateway.check(), "GET", "/v1/auth", {{"X-Api-Key", "ak_1"}}));
+  keep(Fetch(rls_json, "POST", "/json",
+             {{"Content-Type", "application/json"}},
+             R"({"domain": "edge", "descriptors": [{"entries": [{"key": "k", "value": "v"}]}]})"));
+  keep(Fetch(gateway.admin(), "GET", "/readyz"));
+  keep(Fetch(gateway.admin(), "GET", "/metrics"));
+  return answers;
+}
+
+// What `sluice check-config` prints for the file at `path`.
+std::string CheckConfig(const std::string& path) {
+  const std::string log = path + ".check-config.log";
+  Process check({SLUICE_BINARY, "check-config", path}, log);
+  EXPECT_TRUE(check.Wait(milliseconds(5000)).has_value());
+  std::ifstream in(log);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// A gateway (proxy, check API, RLS on JSON) on `store`, failing closed.
+class GatewayOn {
+ public:
+  GatewayOn(const std::string& store, const std::string& rls_failure = "error")
+      : descriptors_(std::filesystem::temp_directory_path() /
+                     ("sluice-secrets-" + std::to_string(testing::FreePort()))),
+        rls_json_(testing::FreePort()),
+        gateway_(upstream_.port(), Body(store, rls_failure)) {}
+  ~GatewayOn() { std::filesystem::remove_all(descriptors_); }
+
+  Gateway& gateway() { return gateway_; }
+  uint16_t rls_json() const { return rls_json_; }
+  std::vector<std::string> Answers() const { return sluice::Answers(gateway_, rls_json_); }
+
+ private:
+  std::string Body(const std::string& store, const std::string& rls_failure) {
+    std::filesystem::create_directories(descriptors_);
+    std::ofstream(descriptors_ / "edge.yaml")
+        << "domain: edge\ndescriptors:\n  - key: k\n"
+           "    rate_limit: {unit: minute, requests_per_unit: 5}\n";
+    return store + "failure: closed\n" +
+           "rules:\n  - {name: per-key, key: key, capacity: 5, period: 1m}\n"
+           "rls: {json_listen: 127.0.0.1:" +
+           std::to_string(rls_json_) + ", config: [" + descriptors_.string() +
+           "/], failure: " + rls_failure + "}\n";
+  }
+
+  std::filesystem::path descriptors_;
+  uint16_t rls_json_;
+  Upstream upstream_;
+  Gateway gateway_;
+};
+
+void ExpectNowhere(const std::vector<std::string>& answers, const std::string& secret) {
+  for (const std::string& answer : answers) {
+    EXPECT_EQ(answer.find(secret), std::string::npos) << "\"" << secret << "\" in " << answer;
+  }
+}
+
+TEST(StoreSecretsE2eTest, AWrongPasswordShowsNowhereAndTheAddressOnlyInTheLog) {
+  RedisServer redis({"--requirepass", kPassword});
+  ::setenv("SLUICE_TEST_REDIS_PASSWORD", kWrongPassword, 1);
+  GatewayOn on("store: {type: redis, url: 'redis://127.0.0.1:" + std::to_string(redis.port()) +
+               "', password: '${SLUICE_TEST_REDIS_PASSWORD}', timeout: 200ms}\n");
+  const std::string address = "127.0.0.1:" + std::to_string(redis.port());
+  std::vector<std::string> answers = on.Answers();
+  EXPECT_TRUE(answers[0].starts_with("503")) << answers[0];
+  EXPECT_NE(answers[0].find("rate limit store unavailable"), std::string::npos) << answers[0];
+  EXPECT_NE(answers[1].find("rate limit store unavailable"), std::string::npos) << answers[1];
+  EXPECT_TRUE(answers[3].starts_with("503")) << answers[3];
+  EXPECT_TRUE(answers[4].starts_with("503")) << answers[4];  // /readyz
+  ExpectNowhere(answers, kWrongPassword);
+  ExpectNowhere(answers, kPassword);
+  ExpectNowhere(answers, address);
+  const std::string log = on.gateway().Log();
+  EXPECT_NE(log.find(address), std::string::npos) << log;  // the operator's clue
+  EXPECT_NE(log.find("WRONGPASS"), std::string::npos) << log;
+  ExpectNowhere({log}, kWrongPassword);
+  const std::string checked = CheckConfig(on.gateway().ConfigPath());
+  ExpectNowhere({checked}, kWrongPassword);
+  ::unsetenv("SLUICE_TEST_REDIS_PASSWORD");
+}
+
+TEST(StoreSecretsE2eTest, AnUnsetVariableIsRefusedByName) {
+  const std::string path = std::filesystem::temp_directory_path() /
+                           ("sluice-unset-" + std::to_string(testing::FreePort()) + ".yaml");
+  ::unsetenv("SLUICE_TEST_UNSET");
+  std::ofstream(path) << "rls: {json_listen: 127.0.0.1:1, config: [/nonexistent/]}\n"
+                         "store: {type: redis, url: 'redis://127.0.0.1:1',\n"
+                         "        password: '${SLUICE_TEST_UNSET}'}\n";
+  const std::string checked = CheckConfig(path);
+  EXPECT_NE(checked.find(path + ":3"), std::string::npos) << checked;
+  EXPECT_NE(checked.find("SLUICE_TEST_UNSET"), std::string::npos) << checked;
+  std::filesystem::remove(path);
+}
+
+bool Checked(const Gateway& gateway) {
+  return Fetch(gateway.check(), "POST", "/v1/check", {}, R"({"attributes": {"key": "ak_r"}})")
+             .status == 200;
+}
+
+TEST(StoreSecretsE2eTest, APasswordFileRotatesAtSighup) {
+  RedisServer redis({"--requirepass", "first-password"});
+  const std::string file = std::filesystem::temp_directory_path() /
+                           ("sluice-password-" + std::to_string(redis.port()));
+  std::ofstream(file) << "first-password\n";
+  GatewayOn on("store: {type: redis, url: 'redis://127.0.0.1:" + std::to_string(redis.port()) +
+               "', password_file: " + file + ", timeout: 200ms}\n");
+  ASSERT_TRUE(WaitUntil([&] { return Checked(on.gateway()); }, milliseconds(3000)));
+  auto client = redis.Client();
+  client->Command({"AUTH", "first-password"});
+  client->Command({"CONFIG", "SET", "requirepass", "second-password"});
+  client->Command({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+  EXPECT_TRUE(WaitUntil([&] { return !Checked(on.gateway()); }, milliseconds(2000)));
+  std::ofstream(file) << "second-password\n";
+  on.gateway().process().Signal(SIGHUP);
+  EXPECT_TRUE(WaitUntil([&] { return Checked(on.gateway()); }, milliseconds(5000)));
+  // A file that cannot be read at SIGHUP is refused, and the password read before is kept.
+  std::filesystem::remove(file);
+  on.gateway().process().Signal(SIGHUP);
+  EXPECT_TRUE(WaitUntil([&] { return on.gateway().Log().find(file) != std::string::npos; },
+                        milliseconds(3000)))
+      << on.gateway().Log();
+  client->Command({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+  EXPECT_TRUE(WaitUntil([&] { return Checked(on.gateway()); }, milliseconds(5000)));
+  const std::string log = on.gateway().Log();
+  ExpectNowhere({log}, "first-password");
+  ExpectNowhere({log}, "second-password");
+}
+
+TEST(StoreSecretsE2eTest, ACertificateThatFailsVerificationIsNotReadyAndLogged) {
+  const TlsCertificates& certificates = TlsCertificates::Shared();
+  const uint16_t tls_port = testing::FreePort();
+  RedisServer redis(certificates.ServerArgs(tls_port));
+  GatewayOn on("store: {type: redis, url: 'rediss://127.0.0.1:" + std::to_string(tls_port) +
+               "', timeout: 200ms, tls: {ca_file: " + certificates.other_ca() + "}}\n");
+  std::vector<std::string> answers = on.Answers();
+  EXPECT_TRUE(answers[0].starts_with("503")) << answers[0];  // failing closed
+  EXPECT_TRUE(answers[4].starts_with("503")) << answers[4];  // /readyz
+  ExpectNowhere(answers, "127.0.0.1:" + std::to_string(tls_port));
+  EXPECT_NE(on.gateway().Log().find("the server's certificate is refused"), std::string::npos)
+      << on.gateway().Log();
+}
+
+TEST(StoreSecretsE2eTest, VerifyFalseWarnsAtStart) {
+  const TlsCertificates& certificates = TlsCertificates::Shared();
+  const uint16_t tls_port = testing::FreePort();
+  RedisServer redis(certificates.ServerArgs(tls_port));
+  GatewayOn on("store: {type: redis, url: 'rediss://127.0.0.1:" + std::to_string(tls_port) +
+               "', timeout: 200ms, tls: {verify: false}}\n");
+  EXPECT_TRUE(WaitUntil([&] { return Checked(on.gateway()); }, milliseconds(3000)));
+  const std::string log = on.gateway().Log();
+  EXPECT_NE(log.find("tls.verify is false"), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace sluice

@@ -1,0 +1,195 @@
+// The sentinel store against a real Sentinel setup (a master, a replica and three sentinels):
+// the count shared exactly, a failover under load survived without a restart, and the sentinels
+// themselves failing one at a time or all at once.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "sluice/limiter.h"
+#include "sluice/redis_store.h"
+#include "support/apply_blocking.h"
+#include "support/redis_sentinels.h"
+#include "support/tls_certificates.h"
+
+namespace sluice {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+using testing::ApplyBlocking;
+using testing::RedisSentinels;
+
+const Limit kHundredPerHour{100, 100, 3'600'000};
+// Refills one token a day: what the bucket holds is what it was charged, give or take none.
+const Limit kMillionPerDay{1'000'000, 1, 86'400'000};
+
+std::shared_ptr<Store> Unowned(Store& store) {
+  return {&store, [](Store*) {}};
+}
+
+std::unique_ptr<Limiter> LimiterOn(Store& store) {
+  auto limiter = Limiter::Create({{"per-key", "key", "", kHundredPerHour, 1}}, {}, Unowned(store));
+  EXPECT_TRUE(limiter.ok());
+  return std::move(*limiter);
+}
+
+TEST(RedisSentinelTest, TwoStoresShareTheCountExactly) {
+  RedisSentinels setup;
+  RedisStore first(setup.Options());
+  RedisStore second(setup.Options());
+  ASSERT_TRUE(first.WaitReady(std::chrono::seconds(5)));
+  ASSERT_TRUE(second.WaitReady(std::chrono::seconds(5)));
+  std::unique_ptr<Limiter> limiters[] = {LimiterOn(first), LimiterOn(second)};
+  std::atomic<int> admitted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 20; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        if (limiters[t % 2]->CheckBlocking({{"key", "shared"}}).allowed) admitted.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(admitted.load(), 100);
+}
+
+// Checks one at a time on one bucket until told to stop, counting what the store admitted and
+// what failed, and when the last failure was.
+class Load {
+ public:
+  explicit Load(Store& store) : thread_([this, &store] { Run(store); }) {}
+  ~Load() { Stop(); }
+
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  int admitted() const { return admitted_; }
+  int failed() const { return failed_; }
+  // Successes since `since`, a value of admitted() read earlier.
+  bool ResumedSince(int since) const { return admitted_ > since; }
+
+ private:
+  void Run(Store& store) {
+    while (!stop_) {
+      auto replies = ApplyBlocking(store, {{"rl:key:load", kMillionPerDay, 1}});
+      if (replies.ok() && replies->front().allowed) {
+        admitted_.fetch_add(1);
+      } else {
+        failed_.fetch_add(1);
+        std::this_thread::sleep_for(milliseconds(5));
+      }
+    }
+  }
+
+  std::atomic<bool> stop_{false};
+  std::atomic<int> admitted_{0};
+  std::atomic<int> failed_{0};
+  std::thread thread_;
+};
+
+TEST(RedisSentinelTest, AFailoverUnderLoadMovesTheChecksToTheNewMaster) {
+  RedisSentinels setup;
+  RedisStore store(setup.Options());
+  ASSERT_TRUE(store.WaitReady(std::chrono::seconds(5)));
+  const uint16_t old_master = setup.MasterPort();
+  Load load(store);
+  std::this_thread::sleep_for(milliseconds(300));
+  const auto start = Clock::now();
+  const uint16_t new_master = setup.Failover();
+  ASSERT_NE(new_master, old_master);
+  // The old master is a replica now and refuses writes: a success from here on is the new one's.
+  const int before = load.admitted();
+  while (!load.ResumedSince(before) && Clock::now() - start < std::chrono::seconds(5)) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  const auto resumed = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
+  EXPECT_TRUE(load.ResumedSince(before)) << "no check succeeded within 5 s of the failover";
+  std::this_thread::sleep_for(milliseconds(200));
+  load.Stop();
+  auto last = ApplyBlocking(store, {{"rl:key:load", kMillionPerDay, 1}});
+  ASSERT_TRUE(last.ok()) << last.status().ToString();
+  const int64_t charged = kMillionPerDay.capacity - 1 - last->front().remaining;
+  // What the new master holds was charged by this test's checks, failed ones included at most
+  // (a call cut off may have been applied); admitted counts that replication had not carried
+  // over when the old master stepped down are what it took with it.
+  EXPECT_LE(charged, load.admitted() + load.failed());
+  const int64_t lost = std::max<int64_t>(0, load.admitted() - charged);
+  std::cout << "failover: checks resumed on the new master " << resumed.count()
+            << " ms after SENTINEL FAILOVER; " << load.failed() << " checks failed; " << lost
+            << " of " << load.admitted() << " admitted counts stayed with the old master\n";
+  ::testing::Test::RecordProperty("resumed_ms", static_cast<int>(resumed.count()));
+  ::testing::Test::RecordProperty("failed_checks", load.failed());
+  ::testing::Test::RecordProperty("lost_counts", static_cast<int>(lost));
+  EXPECT_GT(store.Stats().connects, 1u);
+}
+
+TEST(RedisSentinelTest, ASentinelDownLeavesTheOthersToAnswer) {
+  RedisSentinels setup;
+  setup.KillSentinel(0);  // the first one asked
+  RedisStore store(setup.Options());
+  ASSERT_TRUE(store.WaitReady(std::chrono::seconds(5))) << store.LastError();
+  EXPECT_TRUE(ApplyBlocking(store, {{"rl:key:a", kHundredPerHour, 1}}).ok());
+  // And a failover still reaches the store through the sentinels that are left.
+  setup.Failover();
+  const auto give_up = Clock::now() + std::chrono::seconds(5);
+  bool ok = false;
+  while (!ok && Clock::now() < give_up) {
+    ok = ApplyBlocking(store, {{"rl:key:a", kHundredPerHour, 1}}).ok();
+    if (!ok) std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_TRUE(ok) << store.LastError();
+}
+
+TEST(RedisSentinelTest, AllSentinelsDownMeansTheFailurePolicyThenRecovery) {
+  RedisSentinels setup;
+  RedisStore store(setup.Options());
+  ASSERT_TRUE(store.WaitReady(std::chrono::seconds(5)));
+  LimiterOptions closed;
+  closed.failure = FailurePolicy::kClosed;
+  auto limiter =
+      Limiter::Create({{"per-key", "key", "", kHundredPerHour, 1}}, closed, Unowned(store));
+  ASSERT_TRUE(limiter.ok());
+  for (size_t i = 0; i < setup.sentinels(); ++i) setup.KillSentinel(i);
+  // The connection to the master lives on; cut it, and no sentinel can say where to go.
+  setup.Client(setup.MasterPort())->Command({"CLIENT", "KILL", "TYPE", "normal"});
+  const auto give_up = Clock::now() + std::chrono::seconds(3);
+  Decision during = (*limiter)->CheckBlocking({{"key", "k"}});
+  while (during.checked && Clock::now() < give_up) {
+    std::this_thread::sleep_for(milliseconds(20));
+    during = (*limiter)->CheckBlocking({{"key", "k"}});
+  }
+  EXPECT_FALSE(during.checked);
+  EXPECT_FALSE(during.allowed);  // failing closed
+  EXPECT_NE(store.LastError().find("sentinel"), std::string::npos) << store.LastError();
+  for (size_t i = 0; i < setup.sentinels(); ++i) setup.StartSentinel(i);
+  EXPECT_TRUE(store.WaitReady(std::chrono::seconds(10))) << store.LastError();
+  EXPECT_TRUE((*limiter)->CheckBlocking({{"key", "k"}}).checked);
+}
+
+TEST(RedisSentinelTest, ATlsSetupCountsAndFailsOver) {
+  RedisSentinels setup(1, 3, &testing::TlsCertificates::Shared());
+  RedisStore store(setup.Options());
+  ASSERT_TRUE(store.WaitReady(std::chrono::seconds(5))) << store.LastError();
+  auto replies = ApplyBlocking(store, {{"rl:key:tls", kHundredPerHour, 1}});
+  ASSERT_TRUE(replies.ok()) << replies.status().ToString();
+  EXPECT_EQ(replies->front().remaining, 99);
+  setup.Failover();
+  const auto give_up = Clock::now() + std::chrono::seconds(5);
+  Result<std::vector<BucketReply>> after = Status::Unavailable("not yet asked");
+  while (Clock::now() < give_up) {
+    after = ApplyBlocking(store, {{"rl:key:tls", kHundredPerHour, 1}});
+    if (after.ok()) break;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  ASSERT_TRUE(after.ok()) << store.LastError();
+  EXPECT_EQ(after->front().remaining, 98);  // the replica had the first count over TLS
+}
+
+}  // namespace
+}  // namespace sluice
