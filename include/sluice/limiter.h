@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -100,6 +101,29 @@ class Limiter {
 
   // Check, waiting for the decision. Must not be called on the store's own thread.
   Decision CheckBlocking(const Request& request) const;
+
+  // What a request cost one of its rules, known after the work: the tokens to charge, or none.
+  using ReportedCost = std::function<std::optional<int64_t>(const Rule&)>;
+
+  // Charges what `request` turned out to cost, after the work was done: to each of the
+  // request's rules that is a token bucket counted in the store and for which `cost` gives a
+  // number (in [0, Limit::kMaxCapacity]), that many tokens, into debt if need be: it is too late
+  // to refuse. One store call. Each verdict says what is left (0 while in debt) and is allowed
+  // unless its bucket is in debt, so the decision says whether the request's buckets would take
+  // another request now; it never refuses the report itself. A store error gives checked =
+  // false with the error (the charge is lost), whatever the failure policy. Other rules have no
+  // verdict.
+  void Report(const Request& request, const ReportedCost& cost, DecisionCallback done) const;
+
+  // Report with any Asio completion token, as AsyncCheck.
+  template <typename CompletionToken>
+  auto AsyncReport(const Request& request, ReportedCost cost, CompletionToken&& token) const {
+    return AsyncFromCallback<Decision>(
+        [this, request, cost = std::move(cost)](DecisionCallback done) {
+          Report(request, cost, std::move(done));
+        },
+        std::forward<CompletionToken>(token));
+  }
 
   const std::vector<Rule>& rules() const;
   const LimiterOptions& options() const;

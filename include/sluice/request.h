@@ -1,7 +1,9 @@
 // What a limiter knows of a request: named attributes such as ip, key and tenant.
 #pragma once
 
+#include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -34,10 +36,16 @@ class Request {
   const std::string& method() const { return method_; }
   const std::string& path() const { return path_; }
 
+  // The tokens this request takes from each of its rules, in place of each rule's own `cost`
+  // (0: look without taking); unset, the rules' costs.
+  Request& SetCost(int64_t cost);
+  const std::optional<int64_t>& cost() const { return cost_; }
+
  private:
   std::vector<Attribute> attributes_;
   std::string method_;
   std::string path_;
+  std::optional<int64_t> cost_;
 };
 
 }  // namespace sluice

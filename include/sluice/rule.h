@@ -99,9 +99,18 @@ struct Rule {
   ReplicaWait wait = {};  // stores with replicas (Redis) only
   Algorithm algorithm = Algorithm::kTokenBucket;
   LocalCounting counting = {};  // token bucket only, when not kShared
+  // When set, what a request costs is known only after the work is done (the tokens an LLM
+  // response used): the request is checked with a look (cost 0, allowed unless the bucket is in
+  // debt) and charged afterwards by Limiter::Report, into debt if need be. The gateway reads the
+  // cost from the upstream response's header of this name. Token bucket rules counted in the
+  // store (Counting::kShared) only.
+  std::string cost_from_header = {};
 
   // The bucket family actually used: `bucket`, or the attribute when `bucket` is empty.
   std::string_view BucketName() const { return bucket.empty() ? attribute : bucket; }
+
+  // Whether the rule's cost is reported after the work (cost_from_header).
+  bool CostReported() const { return !cost_from_header.empty(); }
 
   // The limit for requests whose attribute has `value`: an override, or `limit`.
   const Limit& LimitFor(std::string_view value) const;

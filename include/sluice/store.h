@@ -31,11 +31,17 @@ struct BucketOp {
   // The rule's: a LocalCountingStore decides ops that are not kShared itself; other stores
   // ignore it.
   LocalCounting counting = {};
+  // Take all of `cost` even when the bucket holds less (TakeTokensInDebt): the bucket may go
+  // into debt, and the reply is allowed when it is not in debt afterwards. For counts that come
+  // after the fact and for Envoy's rate limit service, which counts every hit. Token bucket
+  // only, cost in [0, Limit::kMaxCapacity] (past the capacity too: the debt is bounded), not with
+  // up_to; ApplyAllOrNothing takes it as a plain op.
+  bool debt = false;
 };
 
-// Ok when every operation's limit is valid, its cost within [-capacity, capacity], and an up_to
-// op a token bucket's with a cost >= 0; stores refuse other operations with kInvalidArgument
-// rather than compute with them.
+// Ok when every operation's limit is valid, its cost within [-capacity, capacity] (a debt op's
+// within [0, Limit::kMaxCapacity]), and an up_to or debt op a token bucket's; stores refuse
+// other operations with kInvalidArgument rather than compute with them.
 Status ValidateBucketOps(const std::vector<BucketOp>& ops);
 
 // Called once with one reply per operation, in order, or with the error that stopped them.

@@ -9,6 +9,7 @@
 
 #include "config/network.h"
 #include "http/server.h"
+#include "http/string_views.h"
 
 namespace sluice::cli {
 namespace {
@@ -16,13 +17,28 @@ namespace {
 namespace asio = boost::asio;
 namespace bhttp = boost::beast::http;
 
-// Milliseconds asked for by "?ms=N" in `target`, capped at a minute.
-int64_t SlowMs(std::string_view target) {
-  const size_t at = target.find("ms=");
-  if (at == std::string_view::npos) return 0;
-  int64_t ms = 0;
-  std::from_chars(target.data() + at + 3, target.data() + target.size(), ms);
-  return std::clamp<int64_t>(ms, 0, 60'000);
+// The text after "NAME=" in `target`'s query, up to the next '&'; empty when absent. A request
+// target holds no CR or LF, so the text is safe in a header.
+std::string_view QueryText(std::string_view target, std::string_view name) {
+  const size_t query = target.find('?');
+  if (query == std::string_view::npos) return {};
+  const std::string key = std::string(name) + "=";
+  size_t at = target.find(key, query);
+  while (at != std::string_view::npos && target[at - 1] != '?' && target[at - 1] != '&') {
+    at = target.find(key, at + 1);
+  }
+  if (at == std::string_view::npos) return {};
+  const std::string_view rest = target.substr(at + key.size());
+  return rest.substr(0, rest.find('&'));
+}
+
+// QueryText as a number within [low, high]; `otherwise` when absent or not a number.
+int64_t QueryNumber(std::string_view target, std::string_view name, int64_t low, int64_t high,
+                    int64_t otherwise) {
+  const std::string_view text = QueryText(target, name);
+  int64_t value = otherwise;
+  std::from_chars(text.data(), text.data() + text.size(), value);
+  return std::clamp(value, low, high);
 }
 
 http::Awaitable<http::HttpResponse> Answer(http::HttpRequest request, const http::Peer& /*peer*/,
@@ -30,13 +46,18 @@ http::Awaitable<http::HttpResponse> Answer(http::HttpRequest request, const http
   const std::string target(request.target().data(), request.target().size());
   if (target.starts_with("/slow")) {
     asio::steady_timer timer(co_await asio::this_coro::executor,
-                             std::chrono::milliseconds(SlowMs(target)));
+                             std::chrono::milliseconds(QueryNumber(target, "ms", 0, 60'000, 0)));
     co_await timer.async_wait(http::kUseAwaitable);
   }
   std::string body = "{\"ok\":true,\"method\":\"" + std::string(request.method_string()) +
                      "\",\"bytes\":" + std::to_string(request.body().size()) + "}\n";
+  // /usage?tokens=N[&status=S]: a response that says what it used, as an LLM API's does.
+  const bool usage = target.starts_with("/usage");
+  const auto status =
+      static_cast<bhttp::status>(usage ? QueryNumber(target, "status", 200, 599, 200) : 200);
   http::HttpResponse response =
-      http::MakeResponse(bhttp::status::ok, std::move(body), "application/json", request.version());
+      http::MakeResponse(status, std::move(body), "application/json", request.version());
+  if (usage) response.set("X-Usage-Tokens", http::BeastView(QueryText(target, "tokens")));
   // Echo what the gateway forwarded, so tests can see it.
   if (auto it = request.find("X-Forwarded-For"); it != request.end()) {
     response.set("X-Seen-Forwarded-For", it->value());

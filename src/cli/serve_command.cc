@@ -88,6 +88,7 @@ class Service {
     });
     if (c.proxy) proxy_ = Listen(&http::Gateway::HandleProxy, c, c.listen, "proxy");
     if (rls_) {
+      gateway_->SetMoreMetrics([this] { return rls_->MetricsText(); });
       if (Status s = rls_->Listen(*c.rls, loops_, Limits(c)); !s.ok()) {
         throw std::runtime_error(s.message());
       }

@@ -283,8 +283,9 @@ void ParseCounting(const YamlField& f, LocalCounting& counting) {
 }
 
 Rule ParseRule(const YamlField& f) {
-  f.ExpectMap({"name", "key", "bucket", "capacity", "tokens", "period", "cost", "shadow", "match",
-               "overrides", "wait", "algorithm", "counting", "sync_interval", "lease"});
+  f.ExpectMap({"name", "key", "bucket", "capacity", "tokens", "period", "cost", "cost_from",
+               "shadow", "match", "overrides", "wait", "algorithm", "counting", "sync_interval",
+               "lease"});
   for (const char* required : {"name", "key", "capacity", "period"}) {
     if (!f.Has(required)) f.Fail(std::string("needs a ") + required);
   }
@@ -295,6 +296,13 @@ Rule ParseRule(const YamlField& f) {
   rule.limit = ParseLimit(f, {});
   if (f.Has("cost")) rule.cost = f["cost"].Integer(0, Limit::kMaxCapacity);
   if (f.Has("shadow")) rule.shadow = f["shadow"].Bool();
+  if (f.Has("cost_from")) {
+    const YamlField from = f["cost_from"];
+    from.ExpectMap({"response_header"});
+    if (!from.Has("response_header")) from.Fail("needs response_header");
+    rule.cost_from_header = from["response_header"].String();
+    if (rule.cost_from_header.empty()) from["response_header"].Fail("must not be empty");
+  }
   if (f.Has("algorithm")) {
     const std::string algorithm = f["algorithm"].OneOf({"token-bucket", "gcra", "fixed-window"});
     rule.algorithm = algorithm == "gcra"           ? Algorithm::kGcra
@@ -361,10 +369,18 @@ void CheckReplicaWaits(const Config& config, const YamlField& rules) {
   });
 }
 
+// `{max_keys: N}` or `{}`: how many buckets an over-limit cache remembers at most.
+size_t OverLimitCacheKeys(const YamlField& cache) {
+  cache.ExpectMap({"max_keys"});
+  return cache.Has("max_keys") ? static_cast<size_t>(cache["max_keys"].Integer(1, 100'000'000))
+                               : 100'000;
+}
+
 // Relative descriptor paths are taken from the configuration file's folder, so that the file and
 // its descriptors move together.
 RlsConfig ParseRls(const YamlField& f, const std::string& source, FailurePolicy failure) {
-  f.ExpectMap({"listen", "json_listen", "config", "failure", "response_headers"});
+  f.ExpectMap({"listen", "json_listen", "config", "failure", "response_headers", "policy",
+               "over_limit_cache", "quota_mode"});
   RlsConfig rls;
   rls.failure = failure == FailurePolicy::kOpen ? RlsFailure::kOpen : RlsFailure::kClosed;
   if (f.Has("listen")) rls.listen = f["listen"].Check(ParseEndpoint(f["listen"].String()));
@@ -392,6 +408,10 @@ RlsConfig ParseRls(const YamlField& f, const std::string& source, FailurePolicy 
     if (headers.Has("reset")) names.reset = headers["reset"].String();
     rls.response_headers = names;
   }
+  if (f.Has("policy")) rls.policy = f["policy"].Check(ParsePolicy(f["policy"].String()));
+  if (f.Has("over_limit_cache"))
+    rls.over_limit_cache_keys = OverLimitCacheKeys(f["over_limit_cache"]);
+  if (f.Has("quota_mode")) rls.quota_mode = f["quota_mode"].Bool();
   return rls;
 }
 
@@ -447,11 +467,7 @@ Config Parse(const YamlField& root, const std::string& source) {
   if (root.Has("header_timeout")) config.header_timeout = root["header_timeout"].Duration();
   if (root.Has("drain_timeout")) config.drain_timeout = root["drain_timeout"].Duration();
   if (root.Has("over_limit_cache")) {
-    YamlField cache = root["over_limit_cache"];
-    cache.ExpectMap({"max_keys"});
-    config.over_limit_cache_keys =
-        cache.Has("max_keys") ? static_cast<size_t>(cache["max_keys"].Integer(1, 100'000'000))
-                              : 100'000;
+    config.over_limit_cache_keys = OverLimitCacheKeys(root["over_limit_cache"]);
   }
   if (root.Has("max_connections")) {
     config.max_connections = static_cast<size_t>(root["max_connections"].Integer(1, 1'000'000));

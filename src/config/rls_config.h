@@ -2,11 +2,13 @@
 // instead of) the gateway, on descriptor files in envoyproxy/ratelimit's format.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "config/network.h"
+#include "sluice/limiter.h"
 
 namespace sluice::config {
 
@@ -34,6 +36,13 @@ struct RlsConfig {
   std::vector<std::string> config;
   RlsFailure failure = RlsFailure::kOpen;          // by default, the top-level `failure`
   std::optional<RlsHeaderNames> response_headers;  // none: no headers added
+  // What a call's other descriptors are charged when one is over its limit; charge-all, as
+  // envoyproxy/ratelimit, whatever the gateway's `policy` says.
+  MultiRulePolicy policy = MultiRulePolicy::kChargeAll;
+  // Buckets known to be in debt answered OVER_LIMIT without a store call until they are out of
+  // it, at most this many remembered; 0: off.
+  size_t over_limit_cache_keys = 0;
+  bool quota_mode = false;  // every limit in quota mode
 
   bool operator==(const RlsConfig&) const = default;
 };

@@ -19,6 +19,7 @@ TakeOutcome TakeFixedWindow(const std::optional<int64_t>& count, const Limit& li
   out.state.tokens = static_cast<double>(counted);
   out.state.updated_ms = now_ms;
   out.ttl_ms = counted == 0 ? 0 : window_end - now_ms;  // nothing counted: no key
+  out.reply.reset_ms = out.ttl_ms;
   out.reply.remaining = limit.capacity - counted;
   return out;
 }

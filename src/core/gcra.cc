@@ -26,6 +26,7 @@ TakeOutcome TakeGcra(const std::optional<double>& tat_ms, const Limit& limit, in
     out.reply.retry_ms = static_cast<int64_t>(std::ceil(next_tat - now - burst - slack));
   }
   out.ttl_ms = static_cast<int64_t>(std::ceil(tat - now));
+  out.reply.reset_ms = std::max<int64_t>(0, out.ttl_ms);
   out.state.tat_ms = tat;
   out.state.updated_ms = now_ms;
   out.reply.remaining = static_cast<int64_t>(std::floor(capacity - (tat - now) / interval + 1e-9));

@@ -203,13 +203,27 @@ const char* AlgorithmPrefix(Algorithm algorithm) {
   return "";
 }
 
-// The bucket operations for `request`, or the reason a key could not be built.
-Result<Plan> MakePlan(const Limiter::State& state, const Request& request) {
+// Whether a report of a request's cost may charge `rule`: it can go into debt.
+bool TakesReports(const Rule& rule) {
+  return rule.algorithm == Algorithm::kTokenBucket && rule.counting.mode == Counting::kShared;
+}
+
+// The bucket operations for `request`, or the reason a key could not be built: a check's, or
+// with `reported`, the charges of a report.
+Result<Plan> MakePlan(const Limiter::State& state, const Request& request,
+                      const Limiter::ReportedCost* reported = nullptr) {
   Plan plan;
   for (size_t i = 0; i < state.rules.size(); ++i) {
     const Rule& rule = state.rules[i];
     const std::string* value = request.Find(rule.attribute);
     if (value == nullptr || !rule.MatchesRoute(request)) continue;
+    std::optional<int64_t> cost;
+    if (reported == nullptr) {
+      cost = rule.CostReported() ? 0 : request.cost().value_or(rule.cost);
+    } else if (TakesReports(rule)) {
+      cost = (*reported)(rule);
+    }
+    if (!cost) continue;
     Result<std::string> key = BucketKey(state.options.key_prefix + AlgorithmPrefix(rule.algorithm),
                                         rule.BucketName(), *value, state.options.hash_tag_values);
     if (!key.ok()) {
@@ -217,9 +231,9 @@ Result<Plan> MakePlan(const Limiter::State& state, const Request& request) {
                                      "\": " + key.status().message());
     }
     const Limit& limit = rule.LimitFor(*value);
-    plan.ops.push_back({std::move(key).value(), limit, rule.cost, rule.wait, rule.algorithm,
+    plan.ops.push_back({std::move(key).value(), limit, *cost, rule.wait, rule.algorithm,
                         !rule.shadow,
-                        /*up_to=*/false, rule.counting});
+                        /*up_to=*/false, rule.counting, /*debt=*/reported != nullptr});
     plan.rules.push_back(i);
     plan.limits.push_back(limit);
   }
@@ -312,6 +326,31 @@ void Limiter::Check(const Request& request, DecisionCallback done) const {
     case MultiRulePolicy::kAllOrNothing:
       return AllOrNothing(state_, std::move(plan).value(), std::move(done));
   }
+}
+
+void Limiter::Report(const Request& request, const ReportedCost& cost,
+                     DecisionCallback done) const {
+  Result<Plan> plan = MakePlan(*state_, request, &cost);
+  if (!plan.ok() || plan->ops.empty()) {
+    Decision decision = CombineVerdicts({});
+    if (!plan.ok()) {
+      decision.checked = false;
+      decision.error = plan.status();
+    }
+    return done(std::move(decision));
+  }
+  std::vector<BucketOp> ops = std::move(plan->ops);
+  state_->store->Apply(std::move(ops),
+                       [state = state_, plan = std::move(plan).value(),
+                        done = std::move(done)](const Result<std::vector<BucketReply>>& replies) {
+                         if (replies.ok())
+                           return done(CombineVerdicts(ToVerdicts(state->rules, plan, *replies)));
+                         state->store_errors.fetch_add(1, std::memory_order_relaxed);
+                         Decision decision;
+                         decision.checked = false;
+                         decision.error = replies.status();
+                         done(std::move(decision));
+                       });
 }
 
 Decision Limiter::CheckBlocking(const Request& request) const {

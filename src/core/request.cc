@@ -21,6 +21,11 @@ Request& Request::SetRoute(std::string method, std::string path) {
   return *this;
 }
 
+Request& Request::SetCost(int64_t cost) {
+  cost_ = cost;
+  return *this;
+}
+
 const std::string* Request::Find(std::string_view name) const {
   for (const Attribute& a : attributes_) {
     if (a.name == name) return &a.value;

@@ -117,6 +117,12 @@ Status Rule::Validate() const {
     return in_rule(s);
   }
   if (Status s = CheckCounting(counting, algorithm); !s.ok()) return in_rule(s);
+  if (CostReported() &&
+      (algorithm != Algorithm::kTokenBucket || counting.mode != Counting::kShared)) {
+    return in_rule(Status::InvalidArgument(
+        "a cost reported after the fact needs a token bucket counted in the store (it may go "
+        "into debt)"));
+  }
   if (wait.replicas > 0 && wait.timeout_ms == 0) {
     return in_rule(
         Status::InvalidArgument("a wait for replicas needs a timeout (0 waits forever)"));

@@ -7,6 +7,15 @@ Status ValidateBucketOps(const std::vector<BucketOp>& ops) {
     if (Status s = op.limit.Validate(); !s.ok()) {
       return Status::InvalidArgument("bucket " + op.key + ": " + s.message());
     }
+    if (op.debt) {
+      if (op.algorithm != Algorithm::kTokenBucket || op.up_to || op.cost < 0 ||
+          op.cost > Limit::kMaxCapacity) {
+        return Status::InvalidArgument("bucket " + op.key +
+                                       ": only a token bucket goes into debt, by a cost in [0, " +
+                                       std::to_string(Limit::kMaxCapacity) + "]");
+      }
+      continue;
+    }
     if (op.cost > op.limit.capacity || op.cost < -op.limit.capacity) {
       return Status::InvalidArgument("bucket " + op.key + ": cost " + std::to_string(op.cost) +
                                      " is beyond the capacity");

@@ -5,9 +5,11 @@
 
 namespace sluice {
 
-// Mirrors token_bucket.lua line by line; keep the two in step.
-TakeOutcome TakeTokens(const std::optional<BucketState>& state, const Limit& limit, int64_t cost,
-                       int64_t now_ms) {
+namespace {
+
+// Mirrors token_bucket.lua's take line by line; keep the two in step.
+TakeOutcome Take(const std::optional<BucketState>& state, const Limit& limit, int64_t cost,
+                 bool in_debt, int64_t now_ms) {
   const auto capacity = static_cast<double>(limit.capacity);
   const double per_ms = static_cast<double>(limit.tokens) / static_cast<double>(limit.period_ms);
   const auto want = static_cast<double>(cost);
@@ -18,7 +20,11 @@ TakeOutcome TakeTokens(const std::optional<BucketState>& state, const Limit& lim
       std::min(capacity, tokens + static_cast<double>(std::max<int64_t>(0, now_ms - ts)) * per_ms);
 
   TakeOutcome out;
-  if (tokens >= want) {
+  if (in_debt) {
+    tokens = std::min(capacity, std::max(tokens - want, -static_cast<double>(MaxDebt(limit))));
+    out.reply.allowed = tokens >= 0;
+    if (!out.reply.allowed) out.reply.retry_ms = static_cast<int64_t>(std::ceil(-tokens / per_ms));
+  } else if (tokens >= want) {
     tokens = std::min(capacity, tokens - want);
     out.reply.allowed = true;
   } else {
@@ -26,8 +32,21 @@ TakeOutcome TakeTokens(const std::optional<BucketState>& state, const Limit& lim
   }
   out.state = {tokens, now_ms};
   out.ttl_ms = static_cast<int64_t>(std::ceil((capacity - tokens) / per_ms));
-  out.reply.remaining = static_cast<int64_t>(std::floor(tokens));
+  out.reply.remaining = std::max<int64_t>(0, static_cast<int64_t>(std::floor(tokens)));
+  out.reply.reset_ms = std::max<int64_t>(0, out.ttl_ms);
   return out;
+}
+
+}  // namespace
+
+TakeOutcome TakeTokens(const std::optional<BucketState>& state, const Limit& limit, int64_t cost,
+                       int64_t now_ms) {
+  return Take(state, limit, cost, /*in_debt=*/false, now_ms);
+}
+
+TakeOutcome TakeTokensInDebt(const std::optional<BucketState>& state, const Limit& limit,
+                             int64_t cost, int64_t now_ms) {
+  return Take(state, limit, cost, /*in_debt=*/true, now_ms);
 }
 
 TakeOutcome TakeTokensUpTo(const std::optional<BucketState>& state, const Limit& limit,

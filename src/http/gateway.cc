@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
 #include <nlohmann/json.hpp>
 
 #include "http/client_address.h"
@@ -61,6 +62,14 @@ Result<Request> ParseCheckBody(const std::string& body) {
     }
   }
   request.SetRoute(std::move(method), std::move(path));
+  if (auto it = doc.find("cost"); it != doc.end()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 0 ||
+        it->get<int64_t>() > Limit::kMaxCapacity) {
+      return Status::InvalidArgument("\"cost\" must be a whole number from 0 to " +
+                                     std::to_string(Limit::kMaxCapacity));
+    }
+    request.SetCost(it->get<int64_t>());
+  }
   return request;
 }
 
@@ -100,6 +109,37 @@ std::string RejectionBody(const Decision& decision, const std::vector<Rule>& rul
 bool UpstreamAnswered(const HttpResponse& response) {
   return response.result() != bhttp::status::bad_gateway &&
          response.result() != bhttp::status::gateway_timeout;
+}
+
+// What the response says a rule's request cost: its cost_from_header as a whole number, else
+// (missing or malformed) the rule's own cost.
+int64_t ReportedCostOf(const Rule& rule, const HttpResponse& response) {
+  auto it = response.find(BeastView(rule.cost_from_header));
+  if (it == response.end()) return rule.cost;
+  const std::string_view text = StdView(it->value());
+  int64_t cost = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), cost);
+  if (error != std::errc() || end != text.data() + text.size() || cost < 0 ||
+      cost > Limit::kMaxCapacity) {
+    return rule.cost;
+  }
+  return cost;
+}
+
+// The check's decision with the report's verdicts in place of its looks: the request was
+// allowed, and its headers say what is left after the charge.
+Decision WithReport(Decision check, const Decision& report) {
+  for (const RuleVerdict& charged : report.verdicts) {
+    for (RuleVerdict& looked : check.verdicts) {
+      if (looked.rule != charged.rule) continue;
+      looked.remaining = charged.remaining;
+      looked.charged = true;
+    }
+  }
+  Decision combined = CombineVerdicts(std::move(check.verdicts));
+  combined.checked = check.checked;
+  combined.error = std::move(check.error);
+  return combined;
 }
 
 // The answer to a request the limiter did not allow: 400 for attributes that cannot be keys,
@@ -180,8 +220,10 @@ Status Gateway::Apply(config::Config config) {
   std::vector<RuleCounters*> counters;
   for (const Rule& rule : limiters.front()->rules())
     counters.push_back(metrics_.ForRule(rule.name));
-  auto snapshot = std::make_shared<Snapshot>(
-      Snapshot{std::move(config), std::move(limiters), std::move(counters), local_counts});
+  const bool reports_costs = std::any_of(config.rules.begin(), config.rules.end(),
+                                         [](const Rule& r) { return r.CostReported(); });
+  auto snapshot = std::make_shared<Snapshot>(Snapshot{
+      std::move(config), std::move(limiters), std::move(counters), local_counts, reports_costs});
   std::shared_ptr<const Snapshot> old;  // goes after the lock, with the last check using it
   std::lock_guard lock(mutex_);
   old = std::exchange(current_, std::move(snapshot));
@@ -202,6 +244,8 @@ std::shared_ptr<const Snapshot> Gateway::Current() const {
 void Gateway::SetGauges(std::function<std::vector<std::pair<std::string, double>>()> gauges) {
   gauges_ = std::move(gauges);
 }
+
+void Gateway::SetMoreMetrics(std::function<std::string()> text) { more_metrics_ = std::move(text); }
 
 Awaitable<Decision> Gateway::Decide(const Snapshot& snapshot, const Request& request, size_t loop) {
   const auto start = Clock::now();
@@ -224,10 +268,17 @@ Awaitable<HttpResponse> Gateway::HandleCheck(HttpRequest request, const Peer& pe
     }
     co_return co_await CheckJson(request, loop);
   }
+  if (target == "/v1/report") {
+    if (request.method() != bhttp::verb::post) {
+      co_return JsonError(bhttp::status::method_not_allowed, "use POST");
+    }
+    co_return co_await ReportJson(request, loop);
+  }
   if (target == "/v1/auth" || target.starts_with("/v1/auth?")) {
     co_return co_await CheckAuthRequest(request, peer, loop);
   }
-  co_return JsonError(bhttp::status::not_found, "no such endpoint; try POST /v1/check");
+  co_return JsonError(bhttp::status::not_found,
+                      "no such endpoint; try POST /v1/check or POST /v1/report");
 }
 
 Awaitable<HttpResponse> Gateway::CheckJson(const HttpRequest& request, size_t loop) {
@@ -243,6 +294,46 @@ Awaitable<HttpResponse> Gateway::CheckJson(const HttpRequest& request, size_t lo
                    DecisionJson(decision, snapshot->rules()) + "\n", "application/json");
   AddHeaders(response, decision, *snapshot);
   co_return response;
+}
+
+Awaitable<HttpResponse> Gateway::ReportJson(const HttpRequest& request, size_t loop) {
+  std::shared_ptr<const Snapshot> snapshot = Current();
+  Result<Request> parsed = ParseCheckBody(request.body());
+  if (!parsed.ok()) co_return JsonError(bhttp::status::bad_request, parsed.status().message());
+  if (!parsed->cost()) co_return JsonError(bhttp::status::bad_request, "the body needs \"cost\"");
+  const int64_t cost = *parsed->cost();
+  const Decision decision = co_await snapshot->limiters[loop]->AsyncReport(
+      *parsed, [cost](const Rule&) { return std::optional<int64_t>(cost); }, kUseAwaitable);
+  if (decision.error.code() == StatusCode::kInvalidArgument) {
+    co_return JsonError(bhttp::status::bad_request, decision.error.message());
+  }
+  if (!decision.checked) {
+    store_errors_.Warn("rate limit store unavailable, a reported cost is lost",
+                       decision.error.ToString());
+  }
+  // Never refused for being over: the report is taken, and the decision says what is left.
+  HttpResponse response =
+      MakeResponse(decision.checked ? bhttp::status::ok : bhttp::status::service_unavailable,
+                   DecisionJson(decision, snapshot->rules()) + "\n", "application/json");
+  co_return response;
+}
+
+Awaitable<Decision> Gateway::ChargeReportedCosts(const Snapshot& snapshot, const Request& request,
+                                                 const HttpResponse& response, Decision decision,
+                                                 size_t loop) {
+  Decision report = co_await snapshot.limiters[loop]->AsyncReport(
+      request,
+      [&response](const Rule& rule) -> std::optional<int64_t> {
+        if (!rule.CostReported()) return std::nullopt;
+        return ReportedCostOf(rule, response);
+      },
+      kUseAwaitable);
+  if (!report.checked) {
+    store_errors_.Warn("rate limit store unavailable, a reported cost is lost",
+                       report.error.ToString());
+    co_return decision;
+  }
+  co_return WithReport(std::move(decision), report);
 }
 
 Request Gateway::Attributes(const Snapshot& snapshot, const HttpRequest& request, const Peer& peer,
@@ -262,11 +353,9 @@ Awaitable<HttpResponse> Gateway::HandleProxy(HttpRequest request, const Peer& pe
   // What does not wait is done in plain functions: all a coroutine's locals live in its frame,
   // and a frame over 1 KiB costs malloc much more than a smaller one.
   std::shared_ptr<const Snapshot> snapshot = Current();
-  const Decision decision =
-      co_await Decide(*snapshot,
-                      Attributes(*snapshot, request, peer, StdView(request.method_string()),
-                                 PathOf(StdView(request.target()))),
-                      loop);
+  const Request attributes = Attributes(*snapshot, request, peer, StdView(request.method_string()),
+                                        PathOf(StdView(request.target())));
+  Decision decision = co_await Decide(*snapshot, attributes, loop);
   if (!decision.allowed || decision.error.code() == StatusCode::kInvalidArgument) {
     co_return Refusal(decision, *snapshot, request.version());
   }
@@ -277,6 +366,12 @@ Awaitable<HttpResponse> Gateway::HandleProxy(HttpRequest request, const Peer& pe
   HttpResponse response = co_await upstreams_[loop]->Forward(std::move(request));
   metrics_.RecordUpstream(UpstreamAnswered(response),
                           std::chrono::duration<double>(Clock::now() - start).count());
+  // Charged before the response is relayed, so that its headers say what is left after it; a
+  // failed upstream (no answer, or a server error) costs nothing.
+  if (snapshot->reports_costs && decision.checked && response.result_int() < 500) {
+    decision =
+        co_await ChargeReportedCosts(*snapshot, attributes, response, std::move(decision), loop);
+  }
   PrepareClientResponse(response, head);
   response.version(version);
   AddHeaders(response, decision, *snapshot);
@@ -313,6 +408,7 @@ std::string Gateway::MetricsText() const {
   if (const auto& local = Current()->local_counts) {
     text += Metrics::RenderLocalCounting(local->Stats());
   }
+  if (more_metrics_) text += more_metrics_();
   return text;
 }
 

@@ -27,6 +27,8 @@ struct Snapshot {
   std::vector<RuleCounters*> rule_counters;  // the metrics of each rule, by index
   // Shared by the loops' limiters when a rule counts locally; null otherwise.
   std::shared_ptr<LocalCountingStore> local_counts;
+  // Some rule's cost comes from the upstream's response (Rule::cost_from_header).
+  bool reports_costs = false;
 
   const std::vector<Rule>& rules() const { return limiters.front()->rules(); }
 };
@@ -66,6 +68,9 @@ class Gateway {
   // Extra gauges for /metrics, such as requests in flight, filled in by whoever runs servers.
   void SetGauges(std::function<std::vector<std::pair<std::string, double>>()> gauges);
 
+  // Families of other front ends (the rate limit service's), as Prometheus text, for /metrics.
+  void SetMoreMetrics(std::function<std::string()> text);
+
  private:
   // Checks `request` with the snapshot's limiter and records it in the metrics.
   Awaitable<Decision> Decide(const Snapshot& snapshot, const Request& request, size_t loop);
@@ -76,6 +81,12 @@ class Gateway {
   std::string MetricsText() const;
 
   Awaitable<HttpResponse> CheckJson(const HttpRequest& request, size_t loop);
+  // POST /v1/report: charges a request's rules what it cost, after the fact.
+  Awaitable<HttpResponse> ReportJson(const HttpRequest& request, size_t loop);
+  // Charges the rules whose cost `response` reports, and the decision with what is left.
+  Awaitable<Decision> ChargeReportedCosts(const Snapshot& snapshot, const Request& request,
+                                          const HttpResponse& response, Decision decision,
+                                          size_t loop);
   Awaitable<HttpResponse> CheckAuthRequest(const HttpRequest& request, const Peer& peer,
                                            size_t loop);
 
@@ -89,6 +100,7 @@ class Gateway {
   mutable std::mutex mutex_;
   std::shared_ptr<const Snapshot> current_;
   std::function<std::vector<std::pair<std::string, double>>()> gauges_;
+  std::function<std::string()> more_metrics_;
   Metrics metrics_;
   ThrottledLog store_errors_;
   std::atomic<int64_t> log_second_{0};

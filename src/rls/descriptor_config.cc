@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "config/yaml_field.h"
+#include "sluice/rule.h"
 
 namespace sluice::rls {
 namespace {
@@ -73,8 +74,8 @@ Unit ParseUnit(const YamlField& node) {
 }
 
 RateLimitPolicy ParseRateLimit(const YamlField& node) {
-  auto fields = Fields(node, {"unit", "requests_per_unit", "unlimited", "name", "replaces",
-                              "quota_mode", "metadata"});
+  auto fields = Fields(node, {"unit", "requests_per_unit", "unit_multiplier", "unlimited", "name",
+                              "replaces", "quota_mode", "metadata"});
   RateLimitPolicy policy;
   if (fields.contains("unlimited")) policy.unlimited = Yaml11Bool(fields.at("unlimited"));
   if (policy.unlimited && fields.contains("unit"))
@@ -86,6 +87,16 @@ RateLimitPolicy ParseRateLimit(const YamlField& node) {
   if (fields.contains("requests_per_unit")) {
     policy.requests_per_unit = Uint32(fields.at("requests_per_unit"));
   }
+  if (fields.contains("unit_multiplier")) {
+    const YamlField& multiplier = fields.at("unit_multiplier");
+    if (policy.unlimited) multiplier.Fail("not allowed when unlimited");
+    policy.unit_multiplier = Uint32(multiplier);
+    if (policy.unit_multiplier == 0) multiplier.Fail("must be at least 1");
+    if (policy.PeriodMs() > Limit::kMaxPeriodMs) {
+      multiplier.Fail("makes a period longer than 366 days");
+    }
+  }
+  if (fields.contains("quota_mode")) policy.quota_mode = Yaml11Bool(fields.at("quota_mode"));
   if (fields.contains("name")) policy.name = fields.at("name").String();
   if (fields.contains("replaces")) {
     for (const YamlField& replaced : Elements(fields.at("replaces"))) {
@@ -116,6 +127,7 @@ DescriptorNode ParseDescriptor(const YamlField& node) {
   for (const char* ignored : {"detailed_metric", "value_to_metric"}) {
     if (fields.contains(ignored)) Yaml11Bool(fields.at(ignored));
   }
+  if (fields.contains("quota_mode")) descriptor.quota_mode = Yaml11Bool(fields.at("quota_mode"));
   if (fields.contains("descriptors")) {
     descriptor.descriptors = ParseDescriptors(fields.at("descriptors"));
   }

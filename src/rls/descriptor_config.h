@@ -23,24 +23,31 @@ int64_t UnitMs(Unit unit);
 // A descriptor's `rate_limit`.
 struct RateLimitPolicy {
   uint32_t requests_per_unit = 0;
-  Unit unit = Unit::kSecond;  // meaningless when unlimited
-  bool unlimited = false;     // matched and answered OK, never counted
+  Unit unit = Unit::kSecond;     // meaningless when unlimited
+  uint32_t unit_multiplier = 1;  // the period is this many units: 30 seconds, 5 minutes
+  bool unlimited = false;        // matched and answered OK, never counted
   std::string name;
   std::vector<std::string> replaces;  // names of limits this one stands in for in a request
+  bool quota_mode = false;  // over its limit, it makes a call OVER_LIMIT only with the others
+
+  // The period, unit_multiplier units long.
+  int64_t PeriodMs() const { return UnitMs(unit) * unit_multiplier; }
 };
 
 // One node of a domain's descriptor tree.
 struct DescriptorNode {
   std::string key;
-  // Empty: any value, each value counted on its own. Ending in '*': any value with that prefix.
+  // Empty: any value, each value counted on its own. With '*' anywhere (any number of times): a
+  // pattern, each '*' standing for any run of characters, none included.
   std::string value;
   std::optional<RateLimitPolicy> rate_limit;
   bool shadow_mode = false;  // counted, reported, never over the limit
+  bool quota_mode = false;   // its limit is in quota mode (as with rate_limit.quota_mode)
   // With a wildcard value: every matching value shares one bucket instead of one each.
   bool share_threshold = false;
   std::vector<DescriptorNode> descriptors;
 
-  bool IsWildcard() const { return !value.empty() && value.back() == '*'; }
+  bool IsWildcard() const { return value.find('*') != std::string::npos; }
 };
 
 // One file: a domain and its descriptors.
@@ -53,8 +60,9 @@ struct DomainConfig {
 // Parses one file's text. Errors read "SOURCE:LINE: FIELD: what is wrong". Refused: unknown
 // fields, a field given twice, an empty domain, a key without a name, two descriptors with the
 // same key and value in one list, a unit other than second, minute, hour, day, week, month or year
-// (any case), a unit beside `unlimited: true`, and `replaces` naming no limit of the domain or the
-// limit itself. Accepted and ignored: detailed_metric, value_to_metric, quota_mode, metadata.
+// (any case), a unit beside `unlimited: true`, a unit_multiplier of 0 or making a period over 366
+// days, and `replaces` naming no limit of the domain or the limit itself. Accepted and ignored:
+// detailed_metric, value_to_metric, metadata.
 Result<DomainConfig> ParseDomainConfig(std::string_view yaml, std::string_view source);
 
 // Reads every file named, and every .yaml and .yml file directly inside every folder named (in

@@ -3,6 +3,39 @@
 #include <algorithm>
 
 namespace sluice::rls {
+namespace {
+
+// How specific a wildcard pattern is: its characters other than '*'.
+size_t Literals(std::string_view pattern) {
+  return pattern.size() - static_cast<size_t>(std::count(pattern.begin(), pattern.end(), '*'));
+}
+
+}  // namespace
+
+// Greedy with one backtrack point: a later '*' makes the earlier ones' choices final, so no
+// pattern takes more than (pattern length x value length) steps, however many '*' it has.
+bool MatchesWildcard(std::string_view pattern, std::string_view value) {
+  size_t p = 0;
+  size_t v = 0;
+  size_t star = std::string_view::npos;  // the last '*' seen in the pattern
+  size_t resume = 0;                     // where in the value that '*' stops matching
+  while (v < value.size()) {
+    if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      resume = v;
+    } else if (p < pattern.size() && pattern[p] == value[v]) {
+      ++p;
+      ++v;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      v = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
 
 struct DescriptorMatcher::Level {
   struct Child {
@@ -13,7 +46,7 @@ struct DescriptorMatcher::Level {
   // key -> value -> node
   std::map<std::string, std::map<std::string, Child, std::less<>>, std::less<>> exact;
   std::map<std::string, Child, std::less<>> any_value;
-  // (key, prefix) of wildcard values, longest prefix first.
+  // (key, pattern) of wildcard values, the most specific first.
   std::vector<std::pair<std::pair<std::string, std::string>, Child>> wildcards;
 
   explicit Level(const std::vector<DescriptorNode>& nodes) {
@@ -22,14 +55,13 @@ struct DescriptorMatcher::Level {
       if (node.value.empty()) {
         any_value.emplace(node.key, std::move(child));
       } else if (node.IsWildcard()) {
-        wildcards.emplace_back(std::pair(node.key, node.value.substr(0, node.value.size() - 1)),
-                               std::move(child));
+        wildcards.emplace_back(std::pair(node.key, node.value), std::move(child));
       } else {
         exact[node.key].emplace(node.value, std::move(child));
       }
     }
     std::stable_sort(wildcards.begin(), wildcards.end(), [](const auto& a, const auto& b) {
-      return a.first.second.size() > b.first.second.size();
+      return Literals(a.first.second) > Literals(b.first.second);
     });
   }
 
@@ -38,7 +70,7 @@ struct DescriptorMatcher::Level {
       if (auto it = values->second.find(value); it != values->second.end()) return &it->second;
     }
     for (const auto& [pattern, child] : wildcards) {
-      if (pattern.first == key && value.starts_with(pattern.second)) return &child;
+      if (pattern.first == key && MatchesWildcard(pattern.second, value)) return &child;
     }
     if (auto it = any_value.find(key); it != any_value.end()) return &it->second;
     return nullptr;
@@ -75,6 +107,7 @@ std::optional<Match> DescriptorMatcher::Find(std::string_view domain,
   if (child == nullptr || !child->node->rate_limit) return std::nullopt;
   match.limit = &*child->node->rate_limit;
   match.shadow_mode = child->node->shadow_mode;
+  match.quota_mode = child->node->quota_mode || match.limit->quota_mode;
   return match;
 }
 

@@ -22,10 +22,14 @@ using Entries = std::vector<std::pair<std::string_view, std::string_view>>;
 struct Match {
   const RateLimitPolicy* limit = nullptr;
   bool shadow_mode = false;
+  bool quota_mode = false;  // the node's or its rate_limit's
   // What counts: per level, the key and the request's value, or the configured pattern when the
   // node shares one bucket among the values it matches (share_threshold).
   std::vector<std::pair<std::string, std::string>> counted;
 };
+
+// Whether `value` matches `pattern`, each '*' in which stands for any run of characters.
+bool MatchesWildcard(std::string_view pattern, std::string_view value);
 
 // Immutable once built; safe to share between threads.
 class DescriptorMatcher {
@@ -37,8 +41,9 @@ class DescriptorMatcher {
 
   bool HasDomain(std::string_view domain) const;
 
-  // At each level the most specific node wins: key and value, then the longest wildcard prefix,
-  // then the key alone; there is no going back up to try a less specific one. Nothing when the
+  // At each level the most specific node wins: key and value, then the wildcard pattern with the
+  // most characters other than '*' (the first in the file among equals), then the key alone;
+  // there is no going back up to try a less specific one. Nothing when the
   // domain is unknown, an entry matches nothing, or the last entry's node has no rate limit.
   std::optional<Match> Find(std::string_view domain, const Entries& entries) const;
 

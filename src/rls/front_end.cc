@@ -1,17 +1,25 @@
 #include "rls/front_end.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "rls/json_handler.h"
 
 namespace sluice::rls {
-namespace {
 
-ServiceOptions OptionsOf(const config::Config& config) {
-  return {config.key_prefix, config.rls->failure, config.rls->response_headers};
+ServiceOptions FrontEnd::OptionsOf(const config::Config& config) {
+  const config::RlsConfig& rls = *config.rls;
+  // A reload keeps what the cache knows unless its size changes.
+  if (rls.over_limit_cache_keys == 0) {
+    over_limit_cache_.reset();
+  } else if (!over_limit_cache_ || cache_keys_ != rls.over_limit_cache_keys) {
+    over_limit_cache_ = std::make_shared<OverLimitCache>(std::make_shared<SteadyClock>(),
+                                                         rls.over_limit_cache_keys);
+  }
+  cache_keys_ = rls.over_limit_cache_keys;
+  return {config.key_prefix, rls.failure,       rls.response_headers,
+          rls.policy,        over_limit_cache_, rls.quota_mode};
 }
-
-}  // namespace
 
 Result<std::shared_ptr<const DescriptorMatcher>> LoadMatcher(const config::RlsConfig& rls) {
   Result<std::vector<DomainConfig>> domains = LoadDomainConfigs(rls.config);
@@ -24,8 +32,10 @@ Result<std::unique_ptr<FrontEnd>> FrontEnd::Create(const config::Config& config,
                                                    std::vector<std::shared_ptr<Store>> stores) {
   Result<std::shared_ptr<const DescriptorMatcher>> matcher = LoadMatcher(*config.rls);
   if (!matcher.ok()) return matcher.status();
-  return std::unique_ptr<FrontEnd>(
-      new FrontEnd(std::make_unique<Service>(std::move(stores), *matcher, OptionsOf(config))));
+  auto front_end = std::unique_ptr<FrontEnd>(new FrontEnd());
+  front_end->service_ =
+      std::make_unique<Service>(std::move(stores), *matcher, front_end->OptionsOf(config));
+  return front_end;
 }
 
 Status FrontEnd::Listen(const config::RlsConfig& rls, http::EventLoops& loops,
@@ -65,6 +75,15 @@ void FrontEnd::Close() {
 }
 
 bool FrontEnd::ShutDown() const { return !grpc_ || grpc_->ShutDown(); }
+
+std::string FrontEnd::MetricsText() const {
+  return fmt::format(
+      "# HELP sluice_rls_over_limit_with_local_cache_total Descriptors of rate limit service "
+      "calls answered OVER_LIMIT by the over-limit cache, their hits not sent to the store.\n"
+      "# TYPE sluice_rls_over_limit_with_local_cache_total counter\n"
+      "sluice_rls_over_limit_with_local_cache_total {}\n",
+      service_->Stats().over_limit_with_local_cache);
+}
 
 size_t FrontEnd::InFlight() const { return service_->InFlight() + (json_ ? json_->InFlight() : 0); }
 

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "config/config.h"
@@ -42,14 +43,23 @@ class FrontEnd {
 
   size_t InFlight() const;
 
+  // The service's counters in Prometheus's text format, for the admin listener's /metrics.
+  std::string MetricsText() const;
+
   // Whether, after BeginDrain, gRPC's shutdown has ended: every call it took has been answered,
   // those it took but had yet to hand over included. Until then the loops must run, or such a
   // call is never answered and gRPC's shutdown waits for it for ever.
   bool ShutDown() const;
 
  private:
-  explicit FrontEnd(std::unique_ptr<Service> service) : service_(std::move(service)) {}
+  FrontEnd() = default;
 
+  // The service's options in `config`; keeps the over-limit cache's contents while its size
+  // stays the same.
+  ServiceOptions OptionsOf(const config::Config& config);
+
+  std::shared_ptr<OverLimitCache> over_limit_cache_;
+  size_t cache_keys_ = 0;
   std::unique_ptr<Service> service_;
   std::unique_ptr<GrpcServer> grpc_;
   std::unique_ptr<http::Server> json_;

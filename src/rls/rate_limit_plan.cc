@@ -4,7 +4,6 @@
 #include <cmath>
 #include <limits>
 #include <set>
-#include <unordered_map>
 
 #include "sluice/bucket_key.h"
 
@@ -70,35 +69,15 @@ std::optional<RateLimitPolicy> OwnLimit(const Descriptor& descriptor) {
   return policy;
 }
 
-uint64_t CostOf(const Descriptor& descriptor, const RateLimitRequest& request) {
-  if (descriptor.has_hits_addend()) return descriptor.hits_addend().value();
-  return request.hits_addend() == 0 ? 1 : request.hits_addend();
-}
-
-// Adds the descriptor's cost to the op for `key` (two descriptors with the same entries share
-// one bucket: a store takes distinct keys), making the op first if needed. `ops_by_key` indexes
-// the plan's ops.
-void Charge(Plan& plan, std::unordered_map<std::string, size_t>& ops_by_key,
-            PlannedDescriptor& planned, std::string key, uint64_t cost) {
-  const auto capacity = static_cast<int64_t>(planned.limit.requests_per_unit);
-  auto [index, added] = ops_by_key.try_emplace(key, plan.ops.size());
-  if (added) {
-    BucketOp op;
-    op.key = std::move(key);
-    op.limit = {capacity, capacity, UnitMs(planned.limit.unit)};
-    op.cost = 0;
-    plan.ops.push_back(std::move(op));
-  }
-  planned.op = index->second;
-  planned.check_only = cost == 0;
-  BucketOp& op = plan.ops[index->second];
-  // More than the bucket holds is over the limit at once; the op then only looks, so that the
-  // answer still says what is left.
-  if (cost > static_cast<uint64_t>(capacity - op.cost)) {
-    planned.over_by_cost = true;
+// The descriptor's hits, within what a bucket operation may carry (a debt is bounded anyway).
+int64_t CostOf(const Descriptor& descriptor, const RateLimitRequest& request) {
+  uint64_t hits = 0;
+  if (descriptor.has_hits_addend()) {
+    hits = descriptor.hits_addend().value();
   } else {
-    op.cost += static_cast<int64_t>(cost);
+    hits = request.hits_addend() == 0 ? 1 : request.hits_addend();
   }
+  return static_cast<int64_t>(std::min<uint64_t>(hits, Limit::kMaxCapacity));
 }
 
 // Drops the limits that another matched limit replaces.
@@ -114,20 +93,17 @@ void ApplyReplaces(std::vector<PlannedDescriptor>& planned) {
   }
 }
 
-// Milliseconds until a bucket with `remaining` of `limit` is full again.
-int64_t MsUntilFull(const RateLimitPolicy& limit, int64_t remaining) {
-  const int64_t missing = std::max<int64_t>(0, limit.requests_per_unit - remaining);
-  if (limit.requests_per_unit == 0 || missing == 0) return 0;
-  const int64_t period = UnitMs(limit.unit);
-  // In doubles, since missing x period can pass 2^63; rounded up: never promise a token before
-  // it is there.
-  return static_cast<int64_t>(std::ceil(static_cast<double>(missing) * static_cast<double>(period) /
-                                        limit.requests_per_unit));
-}
+// A limited descriptor's answer: over or not, and what its bucket says.
+struct Verdict {
+  bool over = false;
+  int64_t remaining = 0;
+  int64_t reset_ms = 0;
+};
 
-void SetStatus(RateLimitResponse::DescriptorStatus& status, const PlannedDescriptor& p, bool over,
-               int64_t remaining) {
-  status.set_code(over && !p.shadow ? RateLimitResponse::OVER_LIMIT : RateLimitResponse::OK);
+void SetStatus(RateLimitResponse::DescriptorStatus& status, const PlannedDescriptor& p,
+               const Verdict& verdict) {
+  status.set_code(verdict.over && !p.shadow && !p.quota_mode ? RateLimitResponse::OVER_LIMIT
+                                                             : RateLimitResponse::OK);
   if (p.kind == Kind::kUnlimited) {
     status.set_limit_remaining(std::numeric_limits<uint32_t>::max());
     return;
@@ -137,47 +113,75 @@ void SetStatus(RateLimitResponse::DescriptorStatus& status, const PlannedDescrip
   limit->set_name(p.limit.name);
   limit->set_requests_per_unit(p.limit.requests_per_unit);
   limit->set_unit(static_cast<RateLimitResponse::RateLimit::Unit>(p.limit.unit));
-  status.set_limit_remaining(static_cast<uint32_t>(std::clamp<int64_t>(remaining, 0, UINT32_MAX)));
-  const int64_t reset_ms = MsUntilFull(p.limit, remaining);
-  status.mutable_duration_until_reset()->set_seconds(reset_ms / 1000);
-  status.mutable_duration_until_reset()->set_nanos(static_cast<int32_t>(reset_ms % 1000) *
+  status.set_limit_remaining(
+      static_cast<uint32_t>(std::clamp<int64_t>(verdict.remaining, 0, UINT32_MAX)));
+  status.mutable_duration_until_reset()->set_seconds(verdict.reset_ms / 1000);
+  status.mutable_duration_until_reset()->set_nanos(static_cast<int32_t>(verdict.reset_ms % 1000) *
                                                    1'000'000);
 }
 
-void AddHeaders(RateLimitResponse& response, const Plan& plan,
-                const config::RlsHeaderNames& names) {
-  const RateLimitResponse::DescriptorStatus* tightest = nullptr;
+// The statuses and the overall code for `verdicts` (one per descriptor). Descriptors in quota
+// mode make the call OVER_LIMIT only when every one of them is over, and then say so.
+RateLimitResponse StatusesOf(const Plan& plan, const std::vector<Verdict>& verdicts) {
+  RateLimitResponse response;
+  bool quotas = false;
+  bool every_quota_over = true;
   for (size_t i = 0; i < plan.descriptors.size(); ++i) {
-    const auto& status = response.statuses(static_cast<int>(i));
-    if (plan.descriptors[i].kind != Kind::kLimited || plan.descriptors[i].shadow) continue;
-    if (tightest == nullptr || status.limit_remaining() < tightest->limit_remaining()) {
-      tightest = &status;
+    const PlannedDescriptor& p = plan.descriptors[i];
+    SetStatus(*response.add_statuses(), p, verdicts[i]);
+    if (p.kind == Kind::kLimited && p.quota_mode && !p.shadow) {
+      quotas = true;
+      every_quota_over &= verdicts[i].over;
     }
   }
-  if (tightest == nullptr) return;
-  const int64_t reset_ms = tightest->duration_until_reset().seconds() * 1000 +
-                           tightest->duration_until_reset().nanos() / 1'000'000;
+  for (size_t i = 0; quotas && every_quota_over && i < plan.descriptors.size(); ++i) {
+    const PlannedDescriptor& p = plan.descriptors[i];
+    if (p.kind == Kind::kLimited && p.quota_mode && !p.shadow) {
+      response.mutable_statuses(static_cast<int>(i))->set_code(RateLimitResponse::OVER_LIMIT);
+    }
+  }
+  const bool over =
+      std::any_of(response.statuses().begin(), response.statuses().end(),
+                  [](const auto& s) { return s.code() == RateLimitResponse::OVER_LIMIT; });
+  response.set_overall_code(over ? RateLimitResponse::OVER_LIMIT : RateLimitResponse::OK);
+  return response;
+}
+
+// The descriptor envoyproxy/ratelimit describes in its headers: the last one over the limit,
+// else the first with the fewest requests left.
+const RateLimitResponse::DescriptorStatus* HeaderDescriptor(const RateLimitResponse& response) {
+  const RateLimitResponse::DescriptorStatus* chosen = nullptr;
+  for (const auto& status : response.statuses()) {
+    if (!status.has_current_limit()) continue;
+    if (status.code() == RateLimitResponse::OVER_LIMIT) {
+      chosen = &status;
+    } else if (chosen == nullptr || (chosen->code() != RateLimitResponse::OVER_LIMIT &&
+                                     status.limit_remaining() < chosen->limit_remaining())) {
+      chosen = &status;
+    }
+  }
+  return chosen;
+}
+
+void AddHeaders(RateLimitResponse& response, const config::RlsHeaderNames& names) {
+  const RateLimitResponse::DescriptorStatus* described = HeaderDescriptor(response);
+  if (described == nullptr) return;
+  const int64_t reset_ms = described->duration_until_reset().seconds() * 1000 +
+                           described->duration_until_reset().nanos() / 1'000'000;
   auto add = [&](const std::string& name, uint64_t value) {
     auto* header = response.add_response_headers_to_add();
     header->set_key(name);
     header->set_value(std::to_string(value));
   };
-  add(names.limit, tightest->current_limit().requests_per_unit());
-  add(names.remaining, tightest->limit_remaining());
+  add(names.limit, described->current_limit().requests_per_unit());
+  add(names.remaining, described->limit_remaining());
   add(names.reset, static_cast<uint64_t>((reset_ms + 999) / 1000));
-}
-
-void SetOverall(RateLimitResponse& response) {
-  const bool over =
-      std::any_of(response.statuses().begin(), response.statuses().end(),
-                  [](const auto& s) { return s.code() == RateLimitResponse::OVER_LIMIT; });
-  response.set_overall_code(over ? RateLimitResponse::OVER_LIMIT : RateLimitResponse::OK);
 }
 
 }  // namespace
 
 Result<Plan> PlanRequest(const DescriptorMatcher& matcher, const RateLimitRequest& request,
-                         const std::string& key_prefix) {
+                         const std::string& key_prefix, bool quota_mode) {
   if (request.domain().empty()) {
     return Status::InvalidArgument("rate limit domain must not be empty");
   }
@@ -190,68 +194,72 @@ Result<Plan> PlanRequest(const DescriptorMatcher& matcher, const RateLimitReques
   }
   Plan plan;
   std::vector<std::vector<std::pair<std::string, std::string>>> counted(request.descriptors_size());
+  std::vector<bool> own(request.descriptors_size());
   plan.descriptors.resize(request.descriptors_size());
   for (int i = 0; i < request.descriptors_size(); ++i) {
     const Descriptor& descriptor = request.descriptors(i);
     PlannedDescriptor& planned = plan.descriptors[i];
-    std::optional<Match> match = matcher.Find(request.domain(), EntriesOf(descriptor));
-    std::optional<RateLimitPolicy> own = OwnLimit(descriptor);
-    if (own && matcher.HasDomain(request.domain())) {
-      planned = {Kind::kLimited, *own, false, std::nullopt, false};
+    std::optional<RateLimitPolicy> own_limit = OwnLimit(descriptor);
+    if (own_limit && matcher.HasDomain(request.domain())) {
+      planned = {Kind::kLimited, *own_limit, false, quota_mode, std::nullopt};
+      own[i] = true;
       for (const auto& entry : descriptor.entries())
         counted[i].emplace_back(entry.key(), entry.value());
-    } else if (match) {
+    } else if (std::optional<Match> match = matcher.Find(request.domain(), EntriesOf(descriptor))) {
       planned.kind = match->limit->unlimited ? Kind::kUnlimited : Kind::kLimited;
       planned.limit = *match->limit;
       planned.shadow = match->shadow_mode;
+      planned.quota_mode = quota_mode || match->quota_mode;
       counted[i] = std::move(match->counted);
     }
   }
   ApplyReplaces(plan.descriptors);
-  std::unordered_map<std::string, size_t> ops_by_key;
   for (int i = 0; i < request.descriptors_size(); ++i) {
     PlannedDescriptor& planned = plan.descriptors[i];
-    if (planned.kind != Kind::kLimited) continue;
-    if (planned.limit.requests_per_unit == 0) {
-      planned.over_by_cost = true;
-      continue;
-    }
-    const bool own =
-        OwnLimit(request.descriptors(i)).has_value() && matcher.HasDomain(request.domain());
+    if (planned.kind != Kind::kLimited || planned.limit.requests_per_unit == 0) continue;
     Result<std::string> key =
-        KeyOf(key_prefix, request.domain(), counted[i], own ? &planned.limit : nullptr);
+        KeyOf(key_prefix, request.domain(), counted[i], own[i] ? &planned.limit : nullptr);
     if (!key.ok())
       return Status::InvalidArgument("descriptors[" + std::to_string(i) +
                                      "]: " + key.status().message());
-    Charge(plan, ops_by_key, planned, std::move(key).value(),
-           CostOf(request.descriptors(i), request));
+    const auto per_period = static_cast<int64_t>(planned.limit.requests_per_unit);
+    BucketOp op;
+    op.key = std::move(key).value();
+    op.limit = {per_period, per_period, planned.limit.PeriodMs()};
+    op.cost = CostOf(request.descriptors(i), request);
+    op.debt = true;
+    op.enforced = !planned.shadow && !planned.quota_mode;
+    planned.op = plan.ops.size();
+    plan.ops.push_back(std::move(op));
   }
   return plan;
 }
 
 RateLimitResponse Respond(const Plan& plan, const std::vector<BucketReply>& replies,
                           const std::optional<config::RlsHeaderNames>& headers) {
-  RateLimitResponse response;
+  std::vector<Verdict> verdicts;
+  verdicts.reserve(plan.descriptors.size());
   for (const PlannedDescriptor& p : plan.descriptors) {
-    const BucketReply* reply = p.op ? &replies.at(*p.op) : nullptr;
-    const bool over =
-        p.over_by_cost ||
-        (reply != nullptr && (!reply->allowed || (p.check_only && reply->remaining < 1)));
-    SetStatus(*response.add_statuses(), p, over, reply != nullptr ? reply->remaining : 0);
+    if (!p.op) {  // no limit, unlimited, or a limit of 0: over whatever the call asks
+      verdicts.push_back({p.kind == Kind::kLimited, 0, 0});
+      continue;
+    }
+    const BucketReply& reply = replies.at(*p.op);
+    verdicts.push_back({!reply.allowed, reply.remaining, reply.reset_ms});
   }
-  SetOverall(response);
-  if (headers) AddHeaders(response, plan, *headers);
+  RateLimitResponse response = StatusesOf(plan, verdicts);
+  if (headers) AddHeaders(response, *headers);
   return response;
 }
 
 RateLimitResponse RespondUnchecked(const Plan& plan, bool allow) {
-  RateLimitResponse response;
+  std::vector<Verdict> verdicts;
+  verdicts.reserve(plan.descriptors.size());
   for (const PlannedDescriptor& p : plan.descriptors) {
-    const bool over = p.kind == Kind::kLimited && (p.over_by_cost || !allow);
-    SetStatus(*response.add_statuses(), p, over, 0);
+    const bool zero = p.kind == Kind::kLimited && !p.op;
+    verdicts.push_back({p.kind == Kind::kLimited && (zero || !allow), 0, 0});
   }
-  SetOverall(response);
-  return response;
+  return StatusesOf(plan, verdicts);
 }
 
 }  // namespace sluice::rls

@@ -24,17 +24,18 @@ using envoy::service::ratelimit::v3::RateLimitResponse;
 struct PlannedDescriptor {
   enum class Kind { kNoLimit, kUnlimited, kLimited };
   Kind kind = Kind::kNoLimit;
-  RateLimitPolicy limit;      // for kLimited: the configuration's or the descriptor's own
-  bool shadow = false;        // never over the limit, whatever the bucket says
-  std::optional<size_t> op;   // for kLimited with requests_per_unit > 0: its bucket operation
-  bool over_by_cost = false;  // asks for more than the bucket can ever hold (or a zero limit)
-  // hits_addend 0: charges nothing, and is over the limit when not one request more would pass.
-  bool check_only = false;
+  RateLimitPolicy limit;     // for kLimited: the configuration's or the descriptor's own
+  bool shadow = false;       // never over the limit, whatever the bucket says
+  bool quota_mode = false;   // over the limit, it makes the call OVER_LIMIT only with the others
+  std::optional<size_t> op;  // for kLimited with requests_per_unit > 0: its bucket operation
 };
 
+// A call's bucket operations: one per limited descriptor, in the descriptors' order, each taking
+// its hits into debt (envoyproxy/ratelimit counts every hit). Two descriptors with the same
+// entries have an op each, on the same key: they are counted in turn.
 struct Plan {
   std::vector<PlannedDescriptor> descriptors;  // one per request descriptor, in order
-  std::vector<BucketOp> ops;                   // distinct keys; empty when nothing is limited
+  std::vector<BucketOp> ops;                   // empty when nothing is limited
 };
 
 // The most descriptors one request may carry: every one can be a key in one script call, and
@@ -45,9 +46,9 @@ inline constexpr int kMaxDescriptors = 1024;
 // <value>...", every part percent-encoded. Fails with kInvalidArgument on an empty domain, no
 // descriptors or more than kMaxDescriptors, or a value too long for a key. A descriptor's own
 // `limit` is used instead of the configuration's; descriptors whose limits another matched limit
-// `replaces` have no limit.
+// `replaces` have no limit. `quota_mode`: every limit of the call is in quota mode.
 Result<Plan> PlanRequest(const DescriptorMatcher& matcher, const RateLimitRequest& request,
-                         const std::string& key_prefix);
+                         const std::string& key_prefix, bool quota_mode = false);
 
 // The response for the store's replies (one per op). `headers`: add RateLimit headers.
 RateLimitResponse Respond(const Plan& plan, const std::vector<BucketReply>& replies,

@@ -1,5 +1,9 @@
 #include "rls/service.h"
 
+#include <optional>
+
+#include "rls/call_charging.h"
+
 namespace sluice::rls {
 
 Service::Service(std::vector<std::shared_ptr<Store>> stores,
@@ -19,35 +23,112 @@ std::shared_ptr<const Service::Snapshot> Service::Current() const {
   return current_;
 }
 
+namespace {
+
+// The ops of `plan` that go to the store, and the replies of those the over-limit cache answers.
+struct CacheSplit {
+  std::vector<BucketOp> sent;
+  std::vector<std::optional<size_t>> sent_at;  // per plan op: its place in `sent`
+  std::vector<BucketReply> replies;            // per plan op; those not sent are final
+  uint64_t answered = 0;                       // ops the cache answered
+};
+
+// A bucket known to be in debt for `retry_ms` more: refused, nothing left, and full again a
+// whole period after it is out of debt.
+BucketReply InDebt(const BucketOp& op, int64_t retry_ms) {
+  BucketReply reply;
+  reply.retry_ms = retry_ms;
+  reply.reset_ms = retry_ms + op.limit.period_ms;
+  return reply;
+}
+
+CacheSplit SplitByCache(const Plan& plan, const ServiceOptions& options) {
+  CacheSplit split;
+  split.sent_at.resize(plan.ops.size());
+  split.replies.resize(plan.ops.size());
+  bool enforced_over = false;
+  for (size_t i = 0; i < plan.ops.size(); ++i) {
+    const BucketOp& op = plan.ops[i];
+    const int64_t retry_ms =
+        options.over_limit_cache && op.enforced ? options.over_limit_cache->RetryMs(op.key) : 0;
+    if (retry_ms > 0) {
+      split.replies[i] = InDebt(op, retry_ms);
+      ++split.answered;
+      enforced_over = true;
+      continue;
+    }
+    split.sent_at[i] = split.sent.size();
+    split.sent.push_back(op);
+  }
+  // The call is over its limit already: under a policy that spares the other descriptors, they
+  // are only looked at.
+  if (enforced_over && options.policy != MultiRulePolicy::kChargeAll) {
+    for (BucketOp& op : split.sent) op.cost = 0;
+  }
+  return split;
+}
+
+// Remembers the enforced buckets the store left in debt, until they are out of it.
+void RememberDebts(OverLimitCache& cache, const std::vector<BucketOp>& ops,
+                   const std::vector<BucketReply>& replies) {
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].enforced && !replies[i].allowed && replies[i].retry_ms > 0) {
+      cache.Remember(ops[i].key, replies[i].retry_ms);
+    }
+  }
+}
+
+// The response to a call once the store has answered the ops it was sent, or failed.
+void Answer(const Plan& plan, const CacheSplit& split, const ServiceOptions& options,
+            Result<std::vector<BucketReply>> replies, http::ThrottledLog& store_errors,
+            const ResponseCallback& done) {
+  if (replies.ok()) {
+    if (options.over_limit_cache) RememberDebts(*options.over_limit_cache, split.sent, *replies);
+    std::vector<BucketReply> all = split.replies;
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (split.sent_at[i]) all[i] = (*replies)[*split.sent_at[i]];
+    }
+    done(Respond(plan, all, options.response_headers));
+  } else if (replies.status().code() == StatusCode::kInvalidArgument) {
+    done(replies.status());  // the request's fault, not the store's: no failure policy
+  } else {
+    store_errors.Warn("rate limit store unavailable (rate limit service), rls.failure decides",
+                      replies.status().ToString());
+    if (options.failure == config::RlsFailure::kError) {
+      // The code says what happened; the store's address and error text stay in the log.
+      done(Status(replies.status().code(), "rate limit store unavailable"));
+    } else {
+      done(RespondUnchecked(plan, options.failure == config::RlsFailure::kOpen));
+    }
+  }
+}
+
+}  // namespace
+
+ServiceStats Service::Stats() const { return {cache_answers_.load(std::memory_order_relaxed)}; }
+
 void Service::ShouldRateLimit(const RateLimitRequest& request, ResponseCallback done) {
   auto snapshot = Current();
-  Result<Plan> planned = PlanRequest(*snapshot->matcher, request, snapshot->options.key_prefix);
+  const ServiceOptions& options = snapshot->options;
+  Result<Plan> planned =
+      PlanRequest(*snapshot->matcher, request, options.key_prefix, options.quota_mode);
   if (!planned.ok()) return done(planned.status());
   auto plan = std::make_shared<Plan>(std::move(planned).value());
-  if (plan->ops.empty()) return done(Respond(*plan, {}, snapshot->options.response_headers));
-  Store& store = *stores_[next_store_.fetch_add(1, std::memory_order_relaxed) % stores_.size()];
+  if (plan->ops.empty()) return done(Respond(*plan, {}, options.response_headers));
+  auto split = std::make_shared<CacheSplit>(SplitByCache(*plan, options));
+  cache_answers_.fetch_add(split->answered, std::memory_order_relaxed);
+  if (split->sent.empty()) return done(Respond(*plan, split->replies, options.response_headers));
+  std::shared_ptr<Store> store =
+      stores_[next_store_.fetch_add(1, std::memory_order_relaxed) % stores_.size()];
   in_flight_.fetch_add(1, std::memory_order_relaxed);
-  std::vector<BucketOp> ops = plan->ops;
-  store.Apply(std::move(ops), [this, plan, snapshot,
-                               done = std::move(done)](Result<std::vector<BucketReply>> replies) {
-    const ServiceOptions& options = snapshot->options;
-    if (replies.ok()) {
-      done(Respond(*plan, *replies, options.response_headers));
-    } else if (replies.status().code() == StatusCode::kInvalidArgument) {
-      done(replies.status());  // the request's fault, not the store's: no failure policy
-    } else {
-      store_errors_.Warn("rate limit store unavailable (rate limit service), rls.failure decides",
-                         replies.status().ToString());
-      if (options.failure == config::RlsFailure::kError) {
-        // The code says what happened; the store's address and error text stay in the log.
-        done(Status(replies.status().code(), "rate limit store unavailable"));
-      } else {
-        done(RespondUnchecked(*plan, options.failure == config::RlsFailure::kOpen));
-      }
-    }
-    // Last: a drain that sees no call in flight may stop the loops.
-    in_flight_.fetch_sub(1, std::memory_order_relaxed);
-  });
+  std::vector<BucketOp> sent = split->sent;
+  ChargeCall(std::move(store), options.policy, std::move(sent),
+             [this, plan, split, snapshot,
+              done = std::move(done)](Result<std::vector<BucketReply>> replies) {
+               Answer(*plan, *split, snapshot->options, std::move(replies), store_errors_, done);
+               // Last: a drain that sees no call in flight may stop the loops.
+               in_flight_.fetch_sub(1, std::memory_order_relaxed);
+             });
 }
 
 }  // namespace sluice::rls

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "sluice/async_callback.h"
+#include "sluice/limiter.h"
+#include "sluice/over_limit_cache.h"
 
 #include "config/rls_config.h"
 #include "http/throttled_log.h"
@@ -27,6 +29,17 @@ struct ServiceOptions {
   std::string key_prefix = "rl:";
   config::RlsFailure failure = config::RlsFailure::kOpen;
   std::optional<config::RlsHeaderNames> response_headers;
+  MultiRulePolicy policy = MultiRulePolicy::kChargeAll;  // ChargeCall's
+  // Buckets known to be in debt, answered OVER_LIMIT without a store call (their hits not
+  // sent) until they are out of it; none: every call asks the store.
+  std::shared_ptr<OverLimitCache> over_limit_cache;
+  bool quota_mode = false;  // every limit in quota mode
+};
+
+// Counters of a service's calls, for metrics.
+struct ServiceStats {
+  // Descriptors answered OVER_LIMIT by the over-limit cache, their hits not sent to the store.
+  uint64_t over_limit_with_local_cache = 0;
 };
 
 // Called once with the response, or with kInvalidArgument for a malformed request, or with the
@@ -43,8 +56,10 @@ class Service {
 
   void Apply(std::shared_ptr<const DescriptorMatcher> matcher, ServiceOptions options);
 
-  // Answers `request` with one Store::Apply for all its limited descriptors. `done` runs inline
-  // or on a store's thread, and must not block.
+  // Answers `request`: its limited descriptors' buckets charged as the policy says (ChargeCall;
+  // one store call unless a descriptor is over its limit or repeats), those the over-limit cache
+  // knows to be in debt answered without the store. `done` runs inline or on a store's thread,
+  // and must not block.
   void ShouldRateLimit(const RateLimitRequest& request, ResponseCallback done);
 
   // ShouldRateLimit with any Asio completion token; the completion runs on the token's
@@ -60,6 +75,8 @@ class Service {
   // Calls waiting for the store now.
   size_t InFlight() const { return in_flight_.load(std::memory_order_relaxed); }
 
+  ServiceStats Stats() const;
+
  private:
   struct Snapshot {
     std::shared_ptr<const DescriptorMatcher> matcher;
@@ -73,6 +90,7 @@ class Service {
   mutable std::mutex mutex_;
   std::shared_ptr<const Snapshot> current_;
   std::atomic<size_t> in_flight_{0};
+  std::atomic<uint64_t> cache_answers_{0};
   http::ThrottledLog store_errors_;
 };
 

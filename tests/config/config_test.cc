@@ -117,6 +117,17 @@ TEST(ConfigTest, OverLimitCache) {
   }
 }
 
+TEST(ConfigTest, ACostFromTheResponse) {
+  Result<Config> c = ParseConfig(
+      "upstream: {address: 127.0.0.1:9000}\n"
+      "rules: [{name: t, key: key, capacity: 1000, period: 1m,\n"
+      "         cost_from: {response_header: X-Usage-Tokens}}]\n",
+      "c");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->rules[0].cost_from_header, "X-Usage-Tokens");
+  EXPECT_TRUE(c->rules[0].CostReported());
+}
+
 TEST(ConfigTest, ClusterStore) {
   Result<Config> c = ParseConfig(
       "store: {type: cluster, nodes: [127.0.0.1:7001, '[::1]:7002'], mode: function,\n"
@@ -254,6 +265,14 @@ INSTANTIATE_TEST_SUITE_P(
                   "upstream: {address: a:1}\nrules:\n  - {name: r, key: ip, capacity: 5, period: "
                   "1s, sync_interval: 1s}\n",
                   "rules[0].sync_interval: needs counting: synced"},
+        BadConfig{"CostFromAGcraRule",
+                  "upstream: {address: a:1}\nrules:\n  - {name: r, key: ip, capacity: 5, period: "
+                  "1s, algorithm: gcra, cost_from: {response_header: X-Used}}\n",
+                  "a cost reported after the fact needs a token bucket counted in the store"},
+        BadConfig{"CostFromWithoutAHeader",
+                  "upstream: {address: a:1}\nrules:\n  - {name: r, key: ip, capacity: 5, period: "
+                  "1s, cost_from: {}}\n",
+                  "rules[0].cost_from: needs response_header"},
         BadConfig{"ShadowNotBool",
                   "upstream: {address: a:1}\nrules:\n  - {name: r, key: ip, capacity: 5, period: "
                   "1s, shadow: maybe}\n",

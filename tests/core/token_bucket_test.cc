@@ -86,5 +86,32 @@ TEST(TokenBucketTest, ExactRateAsTwoIntegers) {
   }
 }
 
+// A count reported after the fact is taken whole, past empty, into a debt of at most one
+// period's tokens; the bucket refuses everything, looks included, until it is out of debt.
+TEST(TokenBucketTest, ADebtIsTakenWholeBoundedAndRefusesUntilRepaid) {
+  const Limit limit{20, 20, 60'000};  // one token every 3 s
+  TakeOutcome out = TakeTokensInDebt(std::nullopt, limit, 15, 0);
+  EXPECT_TRUE(out.reply.allowed);
+  EXPECT_EQ(out.reply.remaining, 5);
+  out = TakeTokensInDebt(out.state, limit, 7, 0);
+  EXPECT_FALSE(out.reply.allowed);
+  EXPECT_EQ(out.reply.remaining, 0);
+  EXPECT_EQ(out.state.tokens, -2);
+  EXPECT_EQ(out.reply.retry_ms, 6000);    // until out of debt
+  EXPECT_EQ(out.reply.reset_ms, 66'000);  // until full: 22 tokens
+  EXPECT_EQ(out.ttl_ms, 66'000);
+  EXPECT_FALSE(TakeTokens(out.state, limit, 0, 5999).reply.allowed);  // a look, in debt
+  EXPECT_TRUE(TakeTokens(out.state, limit, 0, 6000).reply.allowed);
+  // However much is reported, at most one period's tokens are owed.
+  out = TakeTokensInDebt(out.state, limit, 1'000'000, 0);
+  EXPECT_EQ(out.state.tokens, -static_cast<double>(MaxDebt(limit)));
+  EXPECT_EQ(out.reply.retry_ms, 60'000);
+  // A bucket with room takes a look and a take as TakeTokens does.
+  const TakeOutcome in_debt = TakeTokensInDebt(std::nullopt, limit, 3, 0);
+  const TakeOutcome plain = TakeTokens(std::nullopt, limit, 3, 0);
+  EXPECT_EQ(in_debt.reply, plain.reply);
+  EXPECT_EQ(in_debt.state, plain.state);
+}
+
 }  // namespace
 }  // namespace sluice

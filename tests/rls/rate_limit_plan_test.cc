@@ -79,31 +79,38 @@ TEST_F(RateLimitPlanTest, HitsAddendOfTheDescriptorOverTheRequest) {
   request.mutable_descriptors(1)->mutable_hits_addend()->set_value(0);
   Plan plan = PlanOf(request);
   EXPECT_EQ(plan.ops.at(0).cost, 3);
-  EXPECT_EQ(plan.ops.at(1).cost, 0);  // check only
-  // A check finds the bucket empty: over the limit, though it took nothing.
-  RateLimitResponse response = Respond(plan, {{true, 7, 0}, {true, 0, 0}}, std::nullopt);
+  EXPECT_EQ(plan.ops.at(1).cost, 0);  // a look
+  EXPECT_TRUE(plan.ops.at(0).debt);
+  // A look at an empty bucket is OK with nothing left; at a bucket in debt, over the limit.
+  EXPECT_EQ(Respond(plan, {{true, 7, 0}, {true, 0, 0}}, std::nullopt).overall_code(),
+            RateLimitResponse::OK);
+  RateLimitResponse response = Respond(plan, {{true, 7, 0}, {false, 0, 600}}, std::nullopt);
   EXPECT_EQ(response.statuses(0).code(), RateLimitResponse::OK);
   EXPECT_EQ(response.statuses(1).code(), RateLimitResponse::OVER_LIMIT);
-  EXPECT_EQ(Respond(plan, {{true, 7, 0}, {true, 1, 0}}, std::nullopt).overall_code(),
-            RateLimitResponse::OK);
 }
 
-TEST_F(RateLimitPlanTest, MoreThanTheBucketHoldsIsOverWithoutCharging) {
+TEST_F(RateLimitPlanTest, EveryHitIsChargedEvenPastTheLimit) {
   RateLimitRequest request = Request({{{"client", "a"}}});
   request.set_hits_addend(11);
   Plan plan = PlanOf(request);
-  EXPECT_EQ(plan.ops.at(0).cost, 0);
-  EXPECT_TRUE(plan.descriptors[0].over_by_cost);
-  RateLimitResponse response = Respond(plan, {{true, 10, 0}}, std::nullopt);
+  EXPECT_EQ(plan.ops.at(0).cost, 11);
+  EXPECT_TRUE(plan.ops.at(0).debt);
+  RateLimitResponse response = Respond(plan, {{false, 0, 6000, 0, 66'000}}, std::nullopt);
   EXPECT_EQ(response.overall_code(), RateLimitResponse::OVER_LIMIT);
-  EXPECT_EQ(response.statuses(0).limit_remaining(), 10U);
+  EXPECT_EQ(response.statuses(0).limit_remaining(), 0U);
+  EXPECT_EQ(response.statuses(0).duration_until_reset().seconds(), 66);
 }
 
-TEST_F(RateLimitPlanTest, TheSameDescriptorTwiceSharesOneOperation) {
+TEST_F(RateLimitPlanTest, TheSameDescriptorTwiceIsCountedInTurn) {
   Plan plan = PlanOf(Request({{{"client", "a"}}, {{"client", "a"}}}));
-  ASSERT_EQ(plan.ops.size(), 1U);
-  EXPECT_EQ(plan.ops[0].cost, 2);
-  EXPECT_EQ(plan.descriptors[0].op, plan.descriptors[1].op);
+  ASSERT_EQ(plan.ops.size(), 2U);
+  EXPECT_EQ(plan.ops[0].key, plan.ops[1].key);
+  EXPECT_EQ(plan.ops[0].cost, 1);
+  EXPECT_EQ(plan.ops[1].cost, 1);
+  RateLimitResponse response =
+      Respond(plan, {{true, 9, 0, 0, 6000}, {true, 8, 0, 0, 12'000}}, std::nullopt);
+  EXPECT_EQ(response.statuses(0).limit_remaining(), 9U);
+  EXPECT_EQ(response.statuses(1).limit_remaining(), 8U);
 }
 
 TEST_F(RateLimitPlanTest, AReplacedLimitIsNotApplied) {
@@ -134,9 +141,8 @@ TEST_F(RateLimitPlanTest, TwoOwnLimitsForTheSameEntriesCountApart) {
   Plan plan = PlanOf(request);
   ASSERT_EQ(plan.ops.size(), 2U);
   EXPECT_NE(plan.ops[0].key, plan.ops[1].key);
-  EXPECT_TRUE(plan.descriptors[0].over_by_cost);  // more than it can ever hold: only looks
-  EXPECT_EQ(plan.ops[0].cost, 0);
-  EXPECT_FALSE(plan.descriptors[1].over_by_cost);
+  EXPECT_EQ(plan.ops[0].limit.capacity, 1);
+  EXPECT_EQ(plan.ops[0].cost, 50);  // all of it, into debt
   EXPECT_EQ(plan.ops[1].limit.capacity, 100);
   EXPECT_EQ(plan.ops[1].cost, 50);
 }
@@ -167,7 +173,8 @@ TEST_F(RateLimitPlanTest, EveryStatusSaysLimitRemainingAndReset) {
   Plan plan = PlanOf(
       Request({{{"client", "a"}}, {{"tier", "open"}}, {{"tier", "closed"}}, {{"canary", "x"}}}));
   ASSERT_EQ(plan.ops.size(), 2U);
-  RateLimitResponse response = Respond(plan, {{true, 4, 0}, {false, 0, 1000}}, std::nullopt);
+  RateLimitResponse response =
+      Respond(plan, {{true, 4, 0, 0, 35'500}, {false, 0, 1000, 0, 1500}}, std::nullopt);
   EXPECT_EQ(response.overall_code(), RateLimitResponse::OVER_LIMIT);
   const Status_& client = response.statuses(0);
   EXPECT_EQ(client.code(), RateLimitResponse::OK);
@@ -175,7 +182,8 @@ TEST_F(RateLimitPlanTest, EveryStatusSaysLimitRemainingAndReset) {
   EXPECT_EQ(client.current_limit().requests_per_unit(), 10U);
   EXPECT_EQ(client.current_limit().unit(), RateLimitResponse::RateLimit::MINUTE);
   EXPECT_EQ(client.limit_remaining(), 4U);
-  EXPECT_EQ(client.duration_until_reset().seconds(), 36);  // 6 tokens at 10 a minute
+  EXPECT_EQ(client.duration_until_reset().seconds(), 35);  // the bucket's exact state
+  EXPECT_EQ(client.duration_until_reset().nanos(), 500'000'000);
   EXPECT_EQ(response.statuses(1).code(), RateLimitResponse::OK);
   EXPECT_EQ(response.statuses(1).limit_remaining(), UINT32_MAX);
   EXPECT_EQ(response.statuses(2).code(), RateLimitResponse::OVER_LIMIT);  // zero a second
@@ -184,10 +192,11 @@ TEST_F(RateLimitPlanTest, EveryStatusSaysLimitRemainingAndReset) {
   EXPECT_EQ(response.response_headers_to_add_size(), 0);
 }
 
-TEST_F(RateLimitPlanTest, HeadersDescribeTheTightestEnforcedDescriptor) {
+TEST_F(RateLimitPlanTest, HeadersDescribeTheDescriptorOverTheLimit) {
   Plan plan = PlanOf(Request({{{"client", "a"}}, {{"burst", "x"}}, {{"canary", "x"}}}));
-  RateLimitResponse response = Respond(plan, {{true, 4, 0}, {false, 0, 500}, {false, 0, 1000}},
-                                       config::RlsHeaderNames{"X-Limit", "X-Remaining", "X-Reset"});
+  RateLimitResponse response =
+      Respond(plan, {{true, 4, 0, 0, 36'000}, {false, 0, 500, 0, 1000}, {false, 0, 1000, 0, 2000}},
+              config::RlsHeaderNames{"X-Limit", "X-Remaining", "X-Reset"});
   ASSERT_EQ(response.response_headers_to_add_size(), 3);
   EXPECT_EQ(response.response_headers_to_add(0).key(), "X-Limit");
   EXPECT_EQ(response.response_headers_to_add(0).value(), "2");
@@ -195,6 +204,83 @@ TEST_F(RateLimitPlanTest, HeadersDescribeTheTightestEnforcedDescriptor) {
   EXPECT_EQ(response.response_headers_to_add(1).value(), "0");
   EXPECT_EQ(response.response_headers_to_add(2).key(), "X-Reset");
   EXPECT_EQ(response.response_headers_to_add(2).value(), "1");
+}
+
+// envoyproxy/ratelimit's choice: the last descriptor over its limit; when none is, the first
+// with the fewest requests left (a shadow limit's OK status included).
+TEST_F(RateLimitPlanTest, HeadersDescribeTheLastOverElseTheFirstWithTheLeastLeft) {
+  const config::RlsHeaderNames names;
+  auto header = [](const RateLimitResponse& response, int i) {
+    return response.response_headers_to_add(i).value();
+  };
+  Plan plan = PlanOf(Request({{{"client", "a"}}, {{"burst", "x"}}, {{"client", "b"}}}));
+  RateLimitResponse two_over = Respond(
+      plan, {{false, 0, 500, 0, 61'000}, {false, 0, 500, 0, 2000}, {true, 3, 0, 0, 42'000}}, names);
+  EXPECT_EQ(header(two_over, 0), "2");  // burst, the later of the two over
+  EXPECT_EQ(header(two_over, 2), "2");
+  RateLimitResponse none_over = Respond(
+      plan, {{true, 3, 0, 0, 42'000}, {true, 1, 0, 0, 500}, {true, 1, 0, 0, 54'000}}, names);
+  EXPECT_EQ(header(none_over, 0), "2");  // burst, the first with 1 left
+  EXPECT_EQ(header(none_over, 1), "1");
+  EXPECT_EQ(header(none_over, 2), "1");  // 500 ms, rounded up
+}
+
+const char* const kQuotaConfig = R"(
+domain: q
+descriptors:
+  - key: model
+    value: small
+    quota_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 10}
+  - key: model
+    value: large
+    rate_limit: {unit: minute, requests_per_unit: 10, quota_mode: true}
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: 5, unit_multiplier: 5}
+)";
+
+class QuotaModeTest : public ::testing::Test {
+ protected:
+  QuotaModeTest() {
+    std::vector<DomainConfig> domains;
+    domains.push_back(*ParseDomainConfig(kQuotaConfig, "quota.yaml"));
+    matcher_ = std::make_unique<DescriptorMatcher>(std::move(domains));
+  }
+  std::unique_ptr<DescriptorMatcher> matcher_;
+};
+
+TEST_F(QuotaModeTest, AQuotaOverItsLimitIsOverOnlyWithTheOthers) {
+  Result<Plan> plan = PlanRequest(
+      *matcher_, RequestOf("q", {{{"model", "small"}}, {{"model", "large"}}, {{"user", "u"}}}),
+      "rl:");
+  ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE(plan->descriptors[0].quota_mode);  // on the descriptor
+  EXPECT_TRUE(plan->descriptors[1].quota_mode);  // on its rate_limit
+  EXPECT_FALSE(plan->ops[0].enforced);
+  const BucketReply ok{true, 3, 0, 0, 1000};
+  const BucketReply over{false, 0, 100, 0, 1000};
+  RateLimitResponse one = Respond(*plan, {over, ok, ok}, std::nullopt);
+  EXPECT_EQ(one.overall_code(), RateLimitResponse::OK);
+  EXPECT_EQ(one.statuses(0).code(), RateLimitResponse::OK);
+  RateLimitResponse both = Respond(*plan, {over, over, ok}, std::nullopt);
+  EXPECT_EQ(both.overall_code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(both.statuses(0).code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(both.statuses(1).code(), RateLimitResponse::OVER_LIMIT);
+  RateLimitResponse other = Respond(*plan, {ok, ok, over}, std::nullopt);
+  EXPECT_EQ(other.overall_code(), RateLimitResponse::OVER_LIMIT);
+  // rls.quota_mode puts every limit of the call in quota mode.
+  Result<Plan> all = PlanRequest(*matcher_, RequestOf("q", {{{"user", "u"}}}), "rl:", true);
+  EXPECT_EQ(Respond(*all, {over}, std::nullopt).overall_code(), RateLimitResponse::OVER_LIMIT);
+}
+
+TEST_F(QuotaModeTest, AUnitMultiplierMakesALongerPeriod) {
+  Result<Plan> plan = PlanRequest(*matcher_, RequestOf("q", {{{"user", "u"}}}), "rl:");
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->ops[0].limit, (Limit{5, 5, 300'000}));
+  RateLimitResponse response = Respond(*plan, {{true, 4, 0, 0, 60'000}}, std::nullopt);
+  // current_limit has no field for the multiplier: it says the unit as configured.
+  EXPECT_EQ(response.statuses(0).current_limit().unit(), RateLimitResponse::RateLimit::MINUTE);
+  EXPECT_EQ(response.statuses(0).current_limit().requests_per_unit(), 5U);
 }
 
 TEST_F(RateLimitPlanTest, WithoutTheStoreTheFailurePolicyDecides) {

@@ -43,6 +43,25 @@ TEST(RlsConfigTest, BesideTheGateway) {
   EXPECT_EQ(config.rls->response_headers->reset, "X-Reset");
 }
 
+TEST(RlsConfigTest, ItsOwnPolicyOverLimitCacheAndQuotaMode) {
+  Config config = Parse("policy: refund\nrls:\n  listen: 127.0.0.1:8081\n  config: [d]\n");
+  EXPECT_EQ(config.rls->policy, MultiRulePolicy::kChargeAll);  // not the gateway's
+  EXPECT_EQ(config.rls->over_limit_cache_keys, 0U);
+  EXPECT_FALSE(config.rls->quota_mode);
+  config = Parse(
+      "rls:\n  listen: 127.0.0.1:8081\n  config: [d]\n  policy: all-or-nothing\n"
+      "  over_limit_cache: {max_keys: 500}\n  quota_mode: true\n");
+  EXPECT_EQ(config.rls->policy, MultiRulePolicy::kAllOrNothing);
+  EXPECT_EQ(config.rls->over_limit_cache_keys, 500U);
+  EXPECT_TRUE(config.rls->quota_mode);
+  EXPECT_EQ(Parse("rls: {listen: 127.0.0.1:1, config: [d], over_limit_cache: {}}\n")
+                .rls->over_limit_cache_keys,
+            100'000U);
+  EXPECT_NE(
+      Refusal("rls: {listen: 127.0.0.1:1, config: [d], policy: sometimes}\n").find("rls.policy"),
+      std::string::npos);
+}
+
 TEST(RlsConfigTest, RefusesWhatCannotWork) {
   EXPECT_NE(Refusal("rules: []\n").find("needs an upstream"), std::string::npos);
   EXPECT_NE(Refusal("listen: 127.0.0.1:8080\nrls: {listen: 127.0.0.1:1, config: [d]}\n")

@@ -190,6 +190,29 @@ TEST_F(RlsServiceTest, SeveralDescriptorsAndHitsAddendInOneCall) {
   EXPECT_EQ(second.statuses(1).code(), RateLimitResponse::OK);
 }
 
+// On Redis, as envoyproxy/ratelimit counts: every hit, past the limit too, and the same
+// descriptor twice in one call in turn.
+TEST_F(RlsServiceTest, EveryHitCountsAndTheSameDescriptorTwiceCountsInTurn) {
+  RlsProcess rls(redis_.port());
+  RateLimitRequest twice = Request({{{"client", "dave"}}, {{"client", "dave"}}});
+  RateLimitResponse first = rls.Ok(twice);
+  EXPECT_EQ(first.statuses(0).limit_remaining(), 2U);
+  EXPECT_EQ(first.statuses(1).limit_remaining(), 1U);
+  RateLimitRequest big = Request({{{"client", "dave"}}});
+  big.set_hits_addend(5);
+  RateLimitResponse over = rls.Ok(big);
+  EXPECT_EQ(over.overall_code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(over.statuses(0).limit_remaining(), 0U);
+  RateLimitRequest look = Request({{{"client", "dave"}}});
+  look.mutable_descriptors(0)->mutable_hits_addend()->set_value(0);
+  EXPECT_EQ(rls.Ok(look).overall_code(), RateLimitResponse::OVER_LIMIT);  // counted: in debt
+  RateLimitRequest fresh = Request({{{"client", "erin"}}});
+  fresh.set_hits_addend(3);
+  rls.Ok(fresh);
+  fresh.mutable_descriptors(0)->mutable_hits_addend()->set_value(0);
+  EXPECT_EQ(rls.Ok(fresh).overall_code(), RateLimitResponse::OK);  // at the limit, not past it
+}
+
 TEST_F(RlsServiceTest, TwoProcessesSharingOneRedisAreExact) {
   RlsProcess one(redis_.port());
   RlsProcess two(redis_.port());

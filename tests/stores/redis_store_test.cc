@@ -450,14 +450,14 @@ TEST_P(RedisCallOfChecksTest, ChecksOnOneBucketAreDecidedInTurn) {
   testing::ReplyPtr together =
       client->Command(CallOfChecks(sha, {"one", "one", "other", "one"}, two_per_hour, "0 0 0 0"));
   ASSERT_EQ(together->type, REDIS_REPLY_ARRAY);
-  ASSERT_EQ(together->elements, 12u);
+  ASSERT_EQ(together->elements, 16u);
   const std::vector<std::pair<long long, long long>> expected = {{1, 1}, {1, 0}, {1, 1}, {0, 0}};
   for (size_t i = 0; i < expected.size(); ++i) {
     SCOPED_TRACE("op " + std::to_string(i));
-    EXPECT_EQ(together->element[3 * i]->integer, expected[i].first);       // allowed
-    EXPECT_EQ(together->element[3 * i + 1]->integer, expected[i].second);  // left
+    EXPECT_EQ(together->element[4 * i]->integer, expected[i].first);       // allowed
+    EXPECT_EQ(together->element[4 * i + 1]->integer, expected[i].second);  // left
   }
-  EXPECT_GT(together->element[11]->integer, 0);  // the rejected one's retry_ms
+  EXPECT_GT(together->element[14]->integer, 0);  // the rejected one's retry_ms
   // What the call stored is what separate calls store: the next check finds both spent.
   for (int i = 0; i < 3; ++i) client->Command(CallOfChecks(sha, {"alone"}, two_per_hour, "0"));
   for (const std::string key : {"one", "alone"}) {
@@ -480,13 +480,13 @@ TEST_P(RedisCallOfChecksTest, ARejectedAllOrNothingCheckLeavesItsBucketsToTheNex
   testing::ReplyPtr reply = client->Command(
       CallOfChecks(sha, {"spent", "spent", "free", "free"}, one_per_hour, "0 11 0"));
   ASSERT_EQ(reply->type, REDIS_REPLY_ARRAY);
-  ASSERT_EQ(reply->elements, 12u);
+  ASSERT_EQ(reply->elements, 16u);
   EXPECT_EQ(reply->element[0]->integer, 0);  // spent
-  EXPECT_EQ(reply->element[3]->integer, 0);  // the all-or-nothing check: spent rejects ...
-  EXPECT_EQ(reply->element[6]->integer, 1);  // ... free would allow ...
-  EXPECT_EQ(reply->element[7]->integer, 1);  // ... and keeps its token ...
-  EXPECT_EQ(reply->element[9]->integer, 1);  // ... for the check after it
-  EXPECT_EQ(reply->element[10]->integer, 0);
+  EXPECT_EQ(reply->element[4]->integer, 0);  // the all-or-nothing check: spent rejects ...
+  EXPECT_EQ(reply->element[8]->integer, 1);  // ... free would allow ...
+  EXPECT_EQ(reply->element[9]->integer, 1);  // ... and keeps its token ...
+  EXPECT_EQ(reply->element[12]->integer, 1);  // ... for the check after it
+  EXPECT_EQ(reply->element[13]->integer, 0);
 }
 
 // A key holding something else fails only the checks that name it.
@@ -498,14 +498,14 @@ TEST_P(RedisCallOfChecksTest, ABucketOfTheWrongTypeFailsOnlyItsCheck) {
   testing::ReplyPtr reply =
       client->Command(CallOfChecks(sha, {"fine", "list", "fine"}, kHundredPerHour, "0 0 0"));
   ASSERT_EQ(reply->type, REDIS_REPLY_ARRAY);
-  ASSERT_EQ(reply->elements, 9u);
+  ASSERT_EQ(reply->elements, 12u);
   EXPECT_EQ(reply->element[0]->integer, 1);
-  for (size_t i = 3; i < 6; ++i) {
+  for (size_t i = 4; i < 8; ++i) {
     ASSERT_EQ(reply->element[i]->type, REDIS_REPLY_ERROR);
     EXPECT_TRUE(std::string(reply->element[i]->str).starts_with("WRONGTYPE"));
   }
-  EXPECT_EQ(reply->element[6]->integer, 1);
-  EXPECT_EQ(reply->element[7]->integer, 98);
+  EXPECT_EQ(reply->element[8]->integer, 1);
+  EXPECT_EQ(reply->element[9]->integer, 98);
   EXPECT_EQ(client->Command({"LLEN", "list"})->integer, 1);  // untouched
   // Codes that do not cover the keys are refused, and nothing is written.
   testing::ReplyPtr wrong = client->Command(CallOfChecks(sha, {"new"}, kHundredPerHour, "0 0"));
@@ -526,11 +526,11 @@ TEST(RedisCallOfChecksFixedWindowTest, ACounterThatIsNoWholeNumberFailsOnlyItsCh
     testing::ReplyPtr reply =
         client->Command(CallOfChecks(sha, {"fine", "odd", "fine"}, ten_per_hour, "0 0 0"));
     ASSERT_EQ(reply->type, REDIS_REPLY_ARRAY);
-    ASSERT_EQ(reply->elements, 9u);
+    ASSERT_EQ(reply->elements, 12u);
     EXPECT_EQ(reply->element[0]->integer, 1);
-    ASSERT_EQ(reply->element[3]->type, REDIS_REPLY_ERROR);
-    EXPECT_NE(std::string(reply->element[3]->str).find("holds no whole count"), std::string::npos);
-    EXPECT_EQ(reply->element[6]->integer, 1);
+    ASSERT_EQ(reply->element[4]->type, REDIS_REPLY_ERROR);
+    EXPECT_NE(std::string(reply->element[4]->str).find("holds no whole count"), std::string::npos);
+    EXPECT_EQ(reply->element[8]->integer, 1);
     EXPECT_EQ(client->String({"GET", "odd"}), odd);  // untouched
   }
   EXPECT_EQ(client->String({"GET", "fine"}), "6");

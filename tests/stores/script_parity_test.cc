@@ -38,7 +38,7 @@ using Stored = std::function<void(testing::RedisClient& client, size_t bucket,
                                   const std::string& key, const TakeOutcome& expected)>;
 
 void RunRandomSchedule(const std::string& script, const std::string& key_prefix, uint64_t seed,
-                       const Take& take, const Stored& stored) {
+                       const Take& take, const Stored& stored, bool debt = false) {
   testing::RedisServer server;
   auto client = server.Client();
   const std::string sha = client->String({"SCRIPT", "LOAD", script});
@@ -53,22 +53,29 @@ void RunRandomSchedule(const std::string& script, const std::string& key_prefix,
     std::vector<TakeOutcome> expected;
     for (size_t i = 0; i < limits.size(); ++i) {
       const Limit& limit = limits[i];
+      // Into debt, costs past the capacity too; else a refund, a look or a small take.
       const int64_t cost =
-          std::uniform_int_distribution<int64_t>(-1, std::min<int64_t>(limit.capacity, 3))(rng);
+          debt ? std::uniform_int_distribution<int64_t>(0, 2 * limit.capacity + 1)(rng)
+               : std::uniform_int_distribution<int64_t>(-1,
+                                                        std::min<int64_t>(limit.capacity, 3))(rng);
       expected.push_back(take(*client, i, limit, cost, now_ms));
       for (int64_t n : {limit.capacity, limit.tokens, limit.period_ms, cost}) {
         command.push_back(std::to_string(n));
       }
     }
+    if (debt) command.push_back(std::string(limits.size(), 'd'));
     command.push_back(std::to_string(now_ms / 1000));
     command.push_back(std::to_string(now_ms % 1000 * 1000));
     testing::ReplyPtr reply = client->Command(command);
     ASSERT_EQ(reply->type, REDIS_REPLY_ARRAY) << (reply->str ? reply->str : "");
-    ASSERT_EQ(reply->elements, 3 * limits.size());
+    ASSERT_EQ(reply->elements, 4 * limits.size());
     for (size_t i = 0; i < limits.size(); ++i) {
       SCOPED_TRACE("step " + std::to_string(step) + ", bucket " + std::to_string(i));
-      BucketReply got{reply->element[3 * i]->integer == 1, reply->element[3 * i + 1]->integer,
-                      reply->element[3 * i + 2]->integer};
+      const redisReply* const* op = reply->element + 4 * i;
+      BucketReply got{.allowed = op[0]->integer == 1,
+                      .remaining = op[1]->integer,
+                      .retry_ms = op[2]->integer,
+                      .reset_ms = op[3]->integer};
       ASSERT_EQ(got, expected[i].reply);
       stored(*client, i, key_prefix + std::to_string(i), expected[i]);
       if (::testing::Test::HasFatalFailure()) return;
@@ -102,13 +109,15 @@ std::string WithClockFromArguments(Algorithm algorithm) {
   return script;
 }
 
-TEST(ScriptParityTest, MemoryArithmeticMatchesTheScriptOnRandomSchedules) {
-  const std::string script = WithClockFromArguments(Algorithm::kTokenBucket);
+// The token bucket's script against `take` (TakeTokens or TakeTokensInDebt): the replies, and
+// the tokens and expiry each key holds.
+void RunTokenBucketSchedule(const std::string& key_prefix, uint64_t seed,
+                            decltype(&TakeTokens) take, bool debt) {
   std::vector<std::optional<BucketState>> states(5);
   RunRandomSchedule(
-      script, "parity:", 20261202,
+      WithClockFromArguments(Algorithm::kTokenBucket), key_prefix, seed,
       [&](testing::RedisClient&, size_t i, const Limit& limit, int64_t cost, int64_t now_ms) {
-        return TakeTokens(states[i], limit, cost, now_ms);
+        return take(states[i], limit, cost, now_ms);
       },
       [&](testing::RedisClient& client, size_t i, const std::string& key,
           const TakeOutcome& expected) {
@@ -121,7 +130,19 @@ TEST(ScriptParityTest, MemoryArithmeticMatchesTheScriptOnRandomSchedules) {
         } else {
           states[i] = expected.state;
         }
-      });
+      },
+      debt);
+}
+
+TEST(ScriptParityTest, MemoryArithmeticMatchesTheScriptOnRandomSchedules) {
+  RunTokenBucketSchedule("parity:", 20261202, &TakeTokens, /*debt=*/false);
+}
+
+// A bucket that goes into debt (Envoy's rate limit service counting every hit, a cost reported
+// after the fact): the script and TakeTokensInDebt, state and replies, with costs past the
+// capacity.
+TEST(ScriptParityTest, DebtMatchesTheScriptOnRandomSchedules) {
+  RunTokenBucketSchedule("debt:", 20261205, &TakeTokensInDebt, /*debt=*/true);
 }
 
 TEST(ScriptParityTest, GcraArithmeticMatchesItsScriptOnRandomSchedules) {
@@ -291,12 +312,21 @@ TEST_P(CallOfChecksParityTest, OneCallOfChecksEqualsACallPerCheck) {
         const Limit& limit =
             limits[algorithm == Algorithm::kFixedWindow ? bucket % 2
                                                         : static_cast<size_t>(draw(0, 1))];
-        const bool up_to =
-            algorithm == Algorithm::kTokenBucket && !all_or_nothing && draw(0, 3) == 0;
+        // A token bucket's op may take up to its cost, or into debt (past the capacity too).
+        const int64_t mode =
+            algorithm == Algorithm::kTokenBucket && !all_or_nothing ? draw(0, 5) : 5;
         check.buckets.push_back(bucket);
         check.limits.push_back(limit);
-        check.costs.push_back(up_to ? draw(0, limit.capacity) : draw(-1, 2));
-        check.codes.push_back(up_to ? 'u' : all_or_nothing && draw(0, 2) > 0 ? '1' : '0');
+        if (mode == 0) {
+          check.costs.push_back(draw(0, limit.capacity));
+          check.codes.push_back('u');
+        } else if (mode == 1) {
+          check.costs.push_back(draw(0, 2 * limit.capacity + 1));
+          check.codes.push_back('d');
+        } else {
+          check.costs.push_back(draw(-1, 2));
+          check.codes.push_back(all_or_nothing && draw(0, 2) > 0 ? '1' : '0');
+        }
       }
     }
     const std::vector<long long> together =

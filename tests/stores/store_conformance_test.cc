@@ -467,6 +467,32 @@ TEST_P(StoreConformanceTest, TakeUpToGrantsWhatTheBucketHolds) {
   EXPECT_EQ(Remaining("rl:upto:{a}", kFivePerHour), 0);
 }
 
+// A debt op (a cost reported after the fact, an Envoy hit) takes all of its cost past empty,
+// bounded at one period's tokens, and the bucket refuses everything until it is out of debt;
+// the reply's reset_ms is the time until full, on every store alike.
+TEST_P(StoreConformanceTest, ADebtIsTakenWholeAndRefusesUntilRepaid) {
+  BucketOp report{"rl:debt:{a}", kTenPerHour, 7};
+  report.debt = true;
+  auto first = testing::ApplyBlocking(*store_, {report});
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_TRUE(first->front().allowed);
+  EXPECT_EQ(first->front().remaining, 3);
+  EXPECT_NEAR(first->front().reset_ms, 7 * 360'000, 1000);
+  report.cost = 1'000;  // far past the capacity: owes one period's tokens at most
+  auto second = testing::ApplyBlocking(*store_, {report});
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_FALSE(second->front().allowed);
+  EXPECT_EQ(second->front().remaining, 0);
+  EXPECT_NEAR(second->front().retry_ms, 3'600'000, 1000);   // out of debt in an hour
+  EXPECT_NEAR(second->front().reset_ms, 7'200'000, 1000);  // 20 tokens short of full
+  auto look = testing::ApplyBlocking(*store_, {{"rl:debt:{a}", kTenPerHour, 0}});
+  ASSERT_TRUE(look.ok());
+  EXPECT_FALSE(look->front().allowed);  // even a look, while in debt
+  report.cost = -1;
+  EXPECT_EQ(testing::ApplyBlocking(*store_, {report}).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
 std::unique_ptr<Limiter> LocalLimiter(std::shared_ptr<Store> store, Counting mode, Limit limit) {
   Rule rule{"per-key", "key", "", limit, 1};
   rule.counting.mode = mode;

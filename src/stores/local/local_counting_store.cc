@@ -179,6 +179,7 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
       reply.retry_ms = MsUntil(static_cast<double>(cost) - b.tokens, b.limit);
     }
     reply.remaining = std::max<int64_t>(0, static_cast<int64_t>(std::floor(b.tokens)));
+    reply.reset_ms = MsUntil(static_cast<double>(b.limit.capacity) - b.tokens, b.limit);
     return reply;
   }
 

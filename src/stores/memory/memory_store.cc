@@ -40,6 +40,7 @@ class MemoryStore::Shard {
     std::optional<BucketState> state;
     if (it != buckets_.end() && it->second.expires_ms > now_ms) state = it->second.state;
     if (op.up_to) return TakeTokensUpTo(state, op.limit, cost, now_ms);
+    if (op.debt) return TakeTokensInDebt(state, op.limit, cost, now_ms);
     return TakeFromBucket(op.algorithm, state, op.limit, cost, now_ms);
   }
 
@@ -138,7 +139,9 @@ void MemoryStore::ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallback don
     if (charge) {
       shard.Keep(ops[i].key, outcomes[i], now_ms);
     } else {
-      outcomes[i].reply.remaining = shard.Take(ops[i], 0, now_ms).reply.remaining;
+      const BucketReply untouched = shard.Take(ops[i], 0, now_ms).reply;
+      outcomes[i].reply.remaining = untouched.remaining;
+      outcomes[i].reply.reset_ms = untouched.reset_ms;
     }
     replies.push_back(outcomes[i].reply);
   }

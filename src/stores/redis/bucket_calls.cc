@@ -9,7 +9,11 @@ namespace redis {
 
 void AppendCodes(std::string& codes, const std::vector<BucketOp>& ops, bool all_or_nothing) {
   for (const BucketOp& op : ops) {
-    codes.push_back(op.up_to ? 'u' : (all_or_nothing && op.enforced) ? '1' : '0');
+    if (all_or_nothing) {
+      codes.push_back(op.enforced ? '1' : '0');
+    } else {
+      codes.push_back(op.up_to ? 'u' : op.debt ? 'd' : '0');
+    }
   }
 }
 
@@ -17,7 +21,7 @@ Result<std::vector<BucketReply>> ParseBucketReplies(const redisReply& reply, siz
                                                     const std::vector<BucketOp>& ops) {
   const size_t count = ops.size();
   const redisReply* const* element = reply.element + offset;
-  for (size_t i = 0; i < 3 * count; ++i) {
+  for (size_t i = 0; i < kRepliesPerOp * count; ++i) {
     if (IsError(*element[i])) return Status::StoreError(std::string(Text(*element[i])));
     if (element[i]->type != REDIS_REPLY_INTEGER) {
       return Status::StoreError("the bucket script returned a non-integer");
@@ -25,9 +29,13 @@ Result<std::vector<BucketReply>> ParseBucketReplies(const redisReply& reply, siz
   }
   std::vector<BucketReply> replies(count);
   for (size_t i = 0; i < count; ++i) {
-    const long long first = element[3 * i]->integer;
-    replies[i] = {ops[i].up_to ? first == ops[i].cost : first == 1, element[3 * i + 1]->integer,
-                  element[3 * i + 2]->integer, ops[i].up_to ? first : 0};
+    const redisReply* const* op = element + kRepliesPerOp * i;
+    const long long first = op[0]->integer;
+    replies[i] = {.allowed = ops[i].up_to ? first == ops[i].cost : first == 1,
+                  .remaining = op[1]->integer,
+                  .retry_ms = op[2]->integer,
+                  .granted = ops[i].up_to ? first : 0,
+                  .reset_ms = op[3]->integer};
   }
   return replies;
 }

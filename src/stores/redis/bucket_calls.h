@@ -24,13 +24,17 @@ inline size_t Index(Algorithm algorithm) { return static_cast<size_t>(algorithm)
 inline constexpr std::array<std::string_view, kAlgorithms.size()> kFunctionNames = {
     "sluice_token_bucket", "sluice_gcra", "sluice_fixed_window"};
 
-// Appends one check's codes for calls.lua, one per op: 'u' takes up to the cost; in an
-// all-or-nothing check, '1' for each op whose rejection charges none; else '0'.
+// Appends one check's codes for calls.lua, one per op: in an all-or-nothing check, '1' for each
+// op whose rejection charges none, else '0'; in another, 'u' takes up to the cost, 'd' takes it
+// into debt, '0' is plain.
 void AppendCodes(std::string& codes, const std::vector<BucketOp>& ops, bool all_or_nothing);
 
-// One check's part of a script call's reply, from element `offset`: allowed (for an up_to op,
-// the tokens it took), remaining, retry_ms for each op in turn; or the server's error when one
-// of the check's keys could not be read.
+// The integers a script call answers for each op: allowed (for an up_to op, the tokens it
+// took), remaining, retry_ms, and ms until the bucket is full.
+inline constexpr size_t kRepliesPerOp = 4;
+
+// One check's part of a script call's reply, from element `offset`, kRepliesPerOp for each op
+// in turn; or the server's error when one of the check's keys could not be read.
 Result<std::vector<BucketReply>> ParseBucketReplies(const redisReply& reply, size_t offset,
                                                     const std::vector<BucketOp>& ops);
 

@@ -515,12 +515,12 @@ void CallPipeline::OnBucketReply(const Pending& p, const redisReply& reply) {
     if (IsReadOnly(error)) link_.Drop(link_.Where() + " is read-only now: " + std::string(error));
     return;
   }
-  if (reply.type != REDIS_REPLY_ARRAY || reply.elements != 3 * count) {
+  if (reply.type != REDIS_REPLY_ARRAY || reply.elements != kRepliesPerOp * count) {
     return FinishEach(p.checks, Status::StoreError("unexpected reply to the bucket script"));
   }
   size_t offset = 0;
   for (const CheckPtr& check : p.checks) {
-    const size_t at = std::exchange(offset, offset + 3 * check->ops.size());
+    const size_t at = std::exchange(offset, offset + kRepliesPerOp * check->ops.size());
     if (check->finished) continue;  // timed out while the call was on its way
     Result<std::vector<BucketReply>> replies = ParseBucketReplies(reply, at, check->ops);
     if (replies.ok() && check->wait.replicas > 0) {

@@ -23,15 +23,17 @@ local function read(key, now)
 end
 
 -- The counter after counting `cost` at `now`: allowed, the new state, what is left of the
--- window's allowance, retry_ms. Writes nothing.
+-- window's allowance, retry_ms, and ms until the window's count is gone. Writes nothing.
 local function take(state, capacity, _, period, cost, _, now)
   local before = state[1] or 0
+  local to_end = period - now % period
   if before + cost <= capacity then
     local count = math.max(0, before + cost)
     -- The window is the one its first count was made in, as separate calls would set it.
-    return 1, {count, state[2], state[3] or now - now % period + period}, capacity - count, 0
+    return 1, {count, state[2], state[3] or now + to_end}, capacity - count, 0,
+      count > 0 and to_end or 0
   end
-  return 0, state, capacity - before, period - now % period -- the next window starts empty
+  return 0, state, capacity - before, to_end, before > 0 and to_end or 0 -- the next starts empty
 end
 
 -- INCRBY keeps the key's expiry; the window's first count sets it.

@@ -13,8 +13,8 @@ local function read(key)
   return {tonumber(stored)}
 end
 
--- The bucket after taking `cost` at `now`: allowed, the new state, whole tokens left, retry_ms.
--- Writes nothing.
+-- The bucket after taking `cost` at `now`: allowed, the new state, whole tokens left, retry_ms,
+-- and ms until full. Writes nothing.
 local function take(state, capacity, rate, period, cost, _, now)
   local interval = period / rate -- ms per token
   local burst = capacity * interval
@@ -30,7 +30,8 @@ local function take(state, capacity, rate, period, cost, _, now)
   else
     retry_ms = math.ceil(next_tat - now - burst - slack) -- until there is room for the cost
   end
-  return allowed, {tat}, math.floor(capacity - (tat - now) / interval + 1e-9), retry_ms
+  return allowed, {tat}, math.floor(capacity - (tat - now) / interval + 1e-9), retry_ms,
+    math.max(0, math.ceil(tat - now))
 end
 
 -- Full at the TAT, so the key lives until then; a full bucket is no key.
