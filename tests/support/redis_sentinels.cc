@@ -60,6 +60,7 @@ RedisSentinels::RedisSentinels(int replicas, int sentinels, const TlsCertificate
     server.process = std::make_unique<RedisServer>(args);
     servers_.push_back(std::move(server));
   }
+  last_named_master_ = servers_.front().Announced();
   const bool replicated = WaitFor(
       [&] {
         return Client(servers_.front().process->port())
@@ -150,15 +151,21 @@ uint16_t RedisSentinels::PlainPortOf(uint16_t announced) const {
   throw std::runtime_error("the sentinels name an unknown server");
 }
 
+// With every sentinel down, the master cannot move: the last answer still holds. (The first
+// is the setup's own, before any sentinel ran.)
 uint16_t RedisSentinels::NamedMasterPort() const {
+  bool any_running = false;
   for (size_t i = 0; i < sentinel_ports_.size(); ++i) {
     if (!sentinel_processes_[i]) continue;
+    any_running = true;
     ReplyPtr reply =
         Client(sentinel_ports_[i])->Command({"SENTINEL", "get-master-addr-by-name", kMaster});
     if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2) {
-      return static_cast<uint16_t>(std::stoi(reply->element[1]->str));
+      last_named_master_ = static_cast<uint16_t>(std::stoi(reply->element[1]->str));
+      return last_named_master_;
     }
   }
+  if (!any_running) return last_named_master_;
   throw std::runtime_error("no sentinel names the master");
 }
 

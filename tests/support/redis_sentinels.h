@@ -32,7 +32,8 @@ class RedisSentinels {
   // Options for a sentinel store on this setup (TLS trusting the test CA when it speaks TLS).
   RedisOptions Options() const;
 
-  // The plaintext port of the server the sentinels name as master now.
+  // The plaintext port of the server the sentinels name as master now; while none of them
+  // runs, of the one they named last (no failover can happen then).
   uint16_t MasterPort() const;
   // The plaintext ports of every data server (master and replicas).
   std::vector<uint16_t> ServerPorts() const;
@@ -65,10 +66,11 @@ class RedisSentinels {
   const TlsCertificates* tls_;
   std::string dir_;
   std::vector<Server> servers_;
-  std::vector<uint16_t> sentinel_ports_;       // plaintext
-  std::vector<uint16_t> sentinel_tls_ports_;   // with TLS
+  std::vector<uint16_t> sentinel_ports_;      // plaintext
+  std::vector<uint16_t> sentinel_tls_ports_;  // with TLS
   std::vector<std::unique_ptr<Process>> sentinel_processes_;
   int replicas_;
+  mutable uint16_t last_named_master_ = 0;  // announced port
 };
 
 }  // namespace sluice::testing

@@ -207,9 +207,11 @@ void CallPipeline::OnLost(const std::string& reason) {
 
 // A hint that the master moved: a connection to another server is dropped, failing the calls it
 // carries (they may have been applied, so they are never sent again), and the next connection
-// asks where the master is.
+// asks where the master is. An asking under way asks again; a link in backoff asks anyway.
 void CallPipeline::OnMoved(const NodeAddress& now) {
-  if (link_.state() == RedisLink::State::kStopped) return;
+  if (link_.Locating()) return link_.LocateAgain();
+  const RedisLink::State state = link_.state();
+  if (state != RedisLink::State::kReady && state != RedisLink::State::kConnecting) return;
   const NodeAddress& connected = link_.address();
   if (connected.host == now.host && connected.port == now.port) return;
   link_.Drop("the sentinels moved the master to " + now.ToString());

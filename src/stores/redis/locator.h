@@ -25,9 +25,9 @@ class Locator {
   // can be out of date during a failover.
   virtual bool ConfirmsMaster() const { return false; }
 
-  // Calls `moved` on the io_context with the new address when there is news that the server
-  // moved (a sentinel's +switch-master): a hint to connect again sooner; Locate stays the
-  // source of truth.
+  // Calls `moved` on the io_context with the address when there is news that the server may
+  // have moved (a sentinel's +switch-master, or its answer once subscribed): a hint to connect
+  // again sooner; Locate stays the source of truth.
   virtual void Watch(std::function<void(const NodeAddress&)> moved) { (void)moved; }
 
   // Ends what it runs in the background; Locate is not called again.

@@ -118,6 +118,12 @@ void RedisLink::Drop(std::string reason) {
       });
 }
 
+void RedisLink::LocateAgain() {
+  if (!Locating()) return;
+  ++generation_;  // the locator's answer to the earlier asking is stale
+  Connect();
+}
+
 void RedisLink::Stop() {
   if (state_ == State::kStopped) return;
   ++generation_;

@@ -81,6 +81,12 @@ class RedisLink {
   // Closes for good; the listener is not told.
   void Stop();
 
+  // Whether the link is asking its locator where to go and has no answer yet.
+  bool Locating() const { return state_ == State::kConnecting && transport_ == nullptr; }
+  // While locating, asks the locator again and ignores the answer on its way: news that the
+  // server moved came after the asking began, so that answer may be out of date.
+  void LocateAgain();
+
   State state() const { return state_; }
   // Why the last connection ended or the last attempt failed.
   const std::string& last_error() const { return last_error_; }

@@ -132,13 +132,18 @@ void SentinelLocator::OnAnswer(std::shared_ptr<const std::vector<HostPort>> orde
               ": " + why;
     return Ask(std::move(order), index + 1, std::move(done), std::move(errors));
   }
-  // The one that answered is asked first from now on.
-  if (auto it = std::find(sentinels_.begin(), sentinels_.end(), asked); it != sentinels_.end()) {
-    sentinels_.erase(it);
-    sentinels_.push_front(asked);
-  }
+  MoveToFront(asked);
   LearnSentinels(**replies.back());
   done(AddressOf({std::string(Text(*master->element[0])), *port}));
+}
+
+// A sentinel that answered (or announced a failover) is asked first from now on: it is up, and
+// it knows the latest configuration.
+void SentinelLocator::MoveToFront(const HostPort& sentinel) {
+  if (auto it = std::find(sentinels_.begin(), sentinels_.end(), sentinel); it != sentinels_.end()) {
+    sentinels_.erase(it);
+    sentinels_.push_front(sentinel);
+  }
 }
 
 // SENTINEL sentinels: the other sentinels of this master, each a map with "ip" and "port".
@@ -160,14 +165,16 @@ void SentinelLocator::Watch(std::function<void(const NodeAddress&)> moved) {
   Subscribe();
 }
 
+// On the sentinel at `subscribe_next_` in the list: the front one (the last to answer) after a
+// subscription was confirmed, the ones behind it in turn after each that failed.
 void SentinelLocator::Subscribe() {
   if (stopped_ || !moved_ || subscription_ || sentinels_.empty()) return;
-  const HostPort& target = sentinels_[subscribe_next_ % sentinels_.size()];
+  const HostPort target = sentinels_[subscribe_next_ % sentinels_.size()];
   subscription_ = CommandClient::Connect(io_, AddressOf(target), credentials_, ask_timeout_);
   std::weak_ptr<SentinelLocator> weak = shared_from_this();
   subscription_->Listen(
-      [weak](const redisReply& message) {
-        if (auto self = weak.lock()) self->OnSwitch(message);
+      [weak, target](const redisReply& message) {
+        if (auto self = weak.lock()) self->OnSwitch(target, message);
       },
       [weak](const std::string&) {
         auto self = weak.lock();
@@ -180,14 +187,27 @@ void SentinelLocator::Subscribe() {
         });
       });
   for (const auto& command : WithAuth({{"SUBSCRIBE", "+switch-master"}})) {
-    subscription_->Send(command, [weak](const Result<ReplyPtr>& reply) {
+    const bool subscribing = command.front() == "SUBSCRIBE";
+    subscription_->Send(command, [weak, target, subscribing](const Result<ReplyPtr>& reply) {
       auto self = weak.lock();
-      if (self && self->subscription_ && reply.ok() && IsError(**reply)) {
-        self->subscription_->Close();
-      }
+      if (!self || !self->subscription_ || !reply.ok()) return;
+      if (IsError(**reply)) return self->subscription_->Close();
+      if (subscribing) self->OnSubscribed(target);
     });
   }
   Ping();
+}
+
+// A switch announced while no subscription was up went unheard, and the old master may take
+// writes for seconds yet: the sentinel now listened to is asked where the master is, and its
+// answer passed on as a hint like a +switch-master.
+void SentinelLocator::OnSubscribed(const HostPort& sentinel) {
+  subscribe_next_ = 0;
+  MoveToFront(sentinel);
+  Locate([weak = weak_from_this()](Result<NodeAddress> where) {
+    auto self = weak.lock();
+    if (self && !self->stopped_ && self->moved_ && where.ok()) self->moved_(*where);
+  });
 }
 
 void SentinelLocator::Ping() {
@@ -200,15 +220,18 @@ void SentinelLocator::Ping() {
   });
 }
 
-// "+switch-master <master> <old ip> <old port> <new ip> <new port>".
-void SentinelLocator::OnSwitch(const redisReply& message) {
+// "+switch-master <master> <old ip> <old port> <new ip> <new port>", from `sentinel`: the next
+// Locate asks it first, since other sentinels may name the old master for a while yet.
+void SentinelLocator::OnSwitch(const HostPort& sentinel, const redisReply& message) {
   std::istringstream words{std::string(Text(*message.element[message.elements - 1]))};
   std::string name, old_ip, old_port, new_ip, new_port;
   if (!(words >> name >> old_ip >> old_port >> new_ip >> new_port) || name != options_.master) {
     return;
   }
   const std::optional<uint16_t> port = PortOf(new_port);
-  if (port && moved_) moved_(AddressOf({new_ip, *port}));
+  if (!port) return;
+  MoveToFront(sentinel);
+  if (moved_) moved_(AddressOf({new_ip, *port}));
 }
 
 void SentinelLocator::Stop() {

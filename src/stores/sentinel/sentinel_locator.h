@@ -35,7 +35,9 @@ class SentinelLocator final : public Locator, public std::enable_shared_from_thi
   bool ConfirmsMaster() const override { return true; }
 
   // Subscribes to +switch-master on a sentinel (another one when that connection ends) and
-  // calls `moved` with the new address of this master.
+  // calls `moved` with the new address of this master; and, each time a subscription is
+  // confirmed, with the address that sentinel names, so that a switch missed meanwhile is
+  // caught up with.
   void Watch(std::function<void(const NodeAddress&)> moved) override;
 
   void Stop() override;
@@ -46,9 +48,11 @@ class SentinelLocator final : public Locator, public std::enable_shared_from_thi
            std::string errors);
   void OnAnswer(std::shared_ptr<const std::vector<HostPort>> order, size_t index,
                 std::vector<Result<ReplyPtr>> replies, Done done, std::string errors);
+  void MoveToFront(const HostPort& sentinel);
   void LearnSentinels(const redisReply& reply);
   void Subscribe();
-  void OnSwitch(const redisReply& message);
+  void OnSubscribed(const HostPort& sentinel);
+  void OnSwitch(const HostPort& sentinel, const redisReply& message);
   void Ping();
   // A sentinel's or the master's address as connections need it.
   NodeAddress AddressOf(const HostPort& node) const;
