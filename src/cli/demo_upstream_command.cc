@@ -63,6 +63,10 @@ http::Awaitable<http::HttpResponse> Answer(http::HttpRequest request, const http
     response.set("X-Seen-Forwarded-For", it->value());
   }
   if (auto it = request.find("X-Hop"); it != request.end()) response.set("X-Seen-Hop", it->value());
+  response.set("X-Seen-Target", request.target());
+  if (auto it = request.find(bhttp::field::host); it != request.end()) {
+    response.set("X-Seen-Host", it->value());
+  }
   co_return response;
 }
 

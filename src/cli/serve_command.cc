@@ -2,6 +2,7 @@
 
 #include "serve_command.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -10,6 +11,7 @@
 #include <memory>
 
 #include "config/config.h"
+#include "descriptor_limit.h"
 #include "http/gateway.h"
 #include "http/server.h"
 #include "open_store.h"
@@ -82,13 +84,14 @@ class Service {
     const auto snapshot = gateway_->Current();
     const config::Config& c = snapshot->config;
     gateway_->SetUpstreams(UpstreamPools(c.upstream));
+    RaiseDescriptorLimit(DescriptorsNeeded(c));
+    gateway_->SetMoreMetrics([this] { return MoreMetrics(); });
     gateway_->SetGauges([this] {
       return std::vector<std::pair<std::string, double>>{
           {"sluice_requests_in_flight", static_cast<double>(InFlight())}};
     });
     if (c.proxy) proxy_ = Listen(&http::Gateway::HandleProxy, c, c.listen, "proxy");
     if (rls_) {
-      gateway_->SetMoreMetrics([this] { return rls_->MetricsText(); });
       if (Status s = rls_->Listen(*c.rls, loops_, Limits(c)); !s.ok()) {
         throw std::runtime_error(s.message());
       }
@@ -122,6 +125,21 @@ class Service {
     if (Status s = server->Listen(where); !s.ok()) throw std::runtime_error(s.message());
     spdlog::info("{} listening on {}:{}", what, where.host, server->port());
     return server;
+  }
+
+  // The servers' counters, and the rate limit service's, beside the gateway's.
+  std::string MoreMetrics() const {
+    uint64_t pauses = 0;
+    for (const http::Server* s : {proxy_.get(), check_.get(), admin_.get()}) {
+      if (s != nullptr) pauses += s->AcceptPauses();
+    }
+    std::string text = fmt::format(
+        "# HELP sluice_accept_pauses_total Times accepting connections paused because the "
+        "process was out of file descriptors.\n"
+        "# TYPE sluice_accept_pauses_total counter\nsluice_accept_pauses_total {}\n",
+        pauses);
+    if (rls_) text += rls_->MetricsText();
+    return text;
   }
 
   size_t InFlight() const {

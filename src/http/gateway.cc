@@ -220,10 +220,12 @@ Status Gateway::Apply(config::Config config) {
   std::vector<RuleCounters*> counters;
   for (const Rule& rule : limiters.front()->rules())
     counters.push_back(metrics_.ForRule(rule.name));
+  std::string upstream_authority = config.upstream.address.ToString();
   const bool reports_costs = std::any_of(config.rules.begin(), config.rules.end(),
                                          [](const Rule& r) { return r.CostReported(); });
-  auto snapshot = std::make_shared<Snapshot>(Snapshot{
-      std::move(config), std::move(limiters), std::move(counters), local_counts, reports_costs});
+  auto snapshot = std::make_shared<Snapshot>(
+      Snapshot{std::move(config), std::move(limiters), std::move(counters), local_counts,
+               reports_costs, std::move(upstream_authority)});
   std::shared_ptr<const Snapshot> old;  // goes after the lock, with the last check using it
   std::lock_guard lock(mutex_);
   old = std::exchange(current_, std::move(snapshot));
@@ -361,7 +363,7 @@ Awaitable<HttpResponse> Gateway::HandleProxy(HttpRequest request, const Peer& pe
   }
   const unsigned version = request.version();
   const bool head = request.method() == bhttp::verb::head;
-  PrepareUpstreamRequest(request, peer);
+  PrepareUpstreamRequest(request, peer, snapshot->upstream_authority);
   const auto start = Clock::now();
   HttpResponse response = co_await upstreams_[loop]->Forward(std::move(request));
   metrics_.RecordUpstream(UpstreamAnswered(response),

@@ -29,6 +29,8 @@ struct Snapshot {
   std::shared_ptr<LocalCountingStore> local_counts;
   // Some rule's cost comes from the upstream's response (Rule::cost_from_header).
   bool reports_costs = false;
+  // The Host given to a request that came without one (HTTP/1.0): the upstream's address.
+  std::string upstream_authority;
 
   const std::vector<Rule>& rules() const { return limiters.front()->rules(); }
 };

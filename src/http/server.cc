@@ -3,7 +3,9 @@
 #include <optional>
 
 #include "http/deadline.h"
+#include "http/request_target.h"
 #include "http/string_views.h"
+#include "http/throttled_log.h"
 #include "http/wire.h"
 
 namespace sluice::http {
@@ -20,6 +22,8 @@ struct Server::State {
   std::atomic<bool> closed{false};
   std::atomic<size_t> connections{0};
   std::atomic<size_t> in_flight{0};
+  std::atomic<uint64_t> accept_pauses{0};
+  ThrottledLog accept_log{std::chrono::seconds(10)};
 };
 
 HttpResponse MakeResponse(bhttp::status status, std::string body, std::string_view content_type,
@@ -163,6 +167,14 @@ Awaitable<void> Session(Socket socket, size_t loop, std::shared_ptr<Server::Stat
           co_await SendFailure(socket, deadline, std::move(refusal), head, limits.write_timeout);
       break;
     }
+    // RFC 9112 3.2: Host as it must be, and one authority and path whatever the target's form.
+    if (Status host = NormalizeHostAndTarget(parser.get()); !host.ok()) {
+      std::optional<HttpResponse> refusal =
+          MakeResponse(bhttp::status::bad_request, "bad request: " + host.message() + "\n");
+      answered =
+          co_await SendFailure(socket, deadline, std::move(refusal), head, limits.write_timeout);
+      break;
+    }
     // HTTP/1.0 clients do not know interim answers (RFC 9110 15.2).
     if (beast::iequals(parser.get()[bhttp::field::expect], "100-continue") &&
         parser.get().version() >= 11 && !parser.is_done()) {
@@ -212,6 +224,29 @@ Awaitable<void> Session(Socket socket, size_t loop, std::shared_ptr<Server::Stat
   }
 }
 
+std::string ListeningOn(const asio::basic_socket_acceptor<tcp, Executor>& acceptor) {
+  beast::error_code ec;
+  const tcp::endpoint local = acceptor.local_endpoint(ec);
+  return ec ? "a listener" : local.address().to_string() + ":" + std::to_string(local.port());
+}
+
+bool OutOfDescriptors(const beast::error_code& ec) {
+  return ec == asio::error::no_descriptors || ec == beast::errc::too_many_files_open_in_system;
+}
+
+// Out of descriptors, accept fails at once for as long as the queue holds a connection: retried
+// at once, it would burn a core. A pause lets connections close meanwhile (nginx does the same).
+Awaitable<void> PauseAccepting(Server::State& state, const beast::error_code& ec) {
+  constexpr std::chrono::milliseconds kPause{100};
+  state.accept_pauses.fetch_add(1, std::memory_order_relaxed);
+  state.accept_log.Warn("not accepting connections for " + std::to_string(kPause.count()) +
+                            " ms on " + ListeningOn(state.acceptor),
+                        ec.message());
+  asio::steady_timer timer(state.acceptor.get_executor(), kPause);
+  beast::error_code ignored;  // cancelled only as the server stops, which the loop then sees
+  co_await timer.async_wait(asio::redirect_error(kUseAwaitable, ignored));
+}
+
 Awaitable<void> Accept(std::shared_ptr<Server::State> state) {
   asio::basic_socket_acceptor<tcp, Executor>& acceptor = state->acceptor;
   while (!state->stopping) {
@@ -220,7 +255,11 @@ Awaitable<void> Accept(std::shared_ptr<Server::State> state) {
     Socket socket =
         co_await acceptor.async_accept(state->loops[loop], asio::redirect_error(kUseAwaitable, ec));
     if (ec == asio::error::operation_aborted || state->stopping) break;
-    if (ec) continue;  // a connection that died before it was accepted, or out of descriptors
+    if (OutOfDescriptors(ec)) {
+      co_await PauseAccepting(*state, ec);
+      continue;
+    }
+    if (ec) continue;  // a connection that died before it was accepted
     if (state->connections.load() >= state->limits.max_connections) {
       socket.close(ec);  // past the cap: no memory is promised to one more connection
       continue;
@@ -260,6 +299,10 @@ Status Server::Listen(const config::Endpoint& endpoint) {
 }
 
 size_t Server::Connections() const { return state_->connections.load(); }
+
+uint64_t Server::AcceptPauses() const {
+  return state_->accept_pauses.load(std::memory_order_relaxed);
+}
 size_t Server::InFlight() const { return state_->in_flight.load(); }
 
 uint16_t Server::port() const {

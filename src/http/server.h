@@ -80,6 +80,9 @@ class Server {
   // Requests being handled now.
   size_t InFlight() const;
 
+  // Times accepting paused because the process was out of file descriptors.
+  uint64_t AcceptPauses() const;
+
   struct State;  // shared with the connections' coroutines
 
  private:

@@ -85,13 +85,17 @@ std::string JoinedHeader(const HttpRequest& request, std::string_view name) {
   return joined;
 }
 
-void PrepareUpstreamRequest(HttpRequest& request, const Peer& client_peer) {
+void PrepareUpstreamRequest(HttpRequest& request, const Peer& client_peer,
+                            std::string_view upstream_authority) {
   RemoveHopByHop(request);
   request.erase(bhttp::field::expect);  // the gateway already has the whole body
   std::string forwarded_for = JoinedHeader(request, "X-Forwarded-For");
   if (!forwarded_for.empty()) forwarded_for += ", ";
   forwarded_for += client_peer.text;
   request.set("X-Forwarded-For", forwarded_for);
+  if (request.find(bhttp::field::host) == request.end()) {
+    request.set(bhttp::field::host, BeastView(upstream_authority));
+  }
   request.version(11);
   request.keep_alive(true);
   request.prepare_payload();

@@ -71,8 +71,10 @@ class UpstreamPool {
 
 // Readies a client's request for the upstream: removes hop-by-hop headers (Connection, the
 // headers it names, Keep-Alive, Proxy-Connection, TE, Trailer, Transfer-Encoding, Upgrade) and
-// Expect, appends `client_peer` to X-Forwarded-For, and asks for keep-alive.
-void PrepareUpstreamRequest(HttpRequest& request, const Peer& client_peer);
+// Expect, appends `client_peer` to X-Forwarded-For, asks for keep-alive, and gives a request
+// without Host (HTTP/1.0 allows it) `upstream_authority`, since the HTTP/1.1 it goes as needs one.
+void PrepareUpstreamRequest(HttpRequest& request, const Peer& client_peer,
+                            std::string_view upstream_authority);
 
 // Readies the upstream's response for the client: removes its hop-by-hop headers and frames
 // the body (but for a response to HEAD or a 304, whose Content-Length describes a body not sent,

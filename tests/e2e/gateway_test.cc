@@ -469,6 +469,39 @@ TEST(GatewayE2eTest, BadInputGetsAnAnswerAndOthersAreServedMeanwhile) {
   EXPECT_TRUE(Healthy(gateway.admin()));
 }
 
+// RFC 9112 3.2 of a proxy: Host required once and valid in HTTP/1.1, an absolute-form target
+// made origin-form with its authority as Host, an HTTP/1.0 request without Host given one, and
+// obsolete line folding replaced by a space; what reaches the upstream is one valid request.
+TEST(GatewayE2eTest, HostAndTargetAreAsRfc9112AsksOfAProxy) {
+  Upstream upstream;
+  Gateway gateway(upstream.port(), "rules: []\n");
+  const milliseconds wait(3000);
+  auto exchange = [&](const std::string& head) {
+    return RawExchange(gateway.proxy(), head + "\r\n", wait);
+  };
+  auto seen = [](const std::string& answer, const std::string& header) {
+    const size_t at = answer.find(header + ": ");
+    if (at == std::string::npos) return std::string("(none)");
+    const size_t from = at + header.size() + 2;
+    return answer.substr(from, answer.find("\r\n", from) - from);
+  };
+  EXPECT_TRUE(exchange("GET / HTTP/1.1\r\n").starts_with("HTTP/1.1 400"));
+  EXPECT_TRUE(exchange("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n").starts_with("HTTP/1.1 400"));
+  EXPECT_TRUE(exchange("GET / HTTP/1.1\r\nHost: a b\r\n").starts_with("HTTP/1.1 400"));
+  EXPECT_TRUE(exchange("GET ftp://a/x HTTP/1.1\r\nHost: a\r\n").starts_with("HTTP/1.1 400"));
+  const std::string absolute =
+      exchange("GET http://other.example:81/x?q=1 HTTP/1.1\r\nHost: a.example\r\n");
+  ASSERT_TRUE(absolute.starts_with("HTTP/1.1 200")) << absolute;
+  EXPECT_EQ(seen(absolute, "X-Seen-Target"), "/x?q=1");
+  EXPECT_EQ(seen(absolute, "X-Seen-Host"), "other.example:81");
+  const std::string old = exchange("GET /y HTTP/1.0\r\n");
+  ASSERT_TRUE(old.starts_with("HTTP/1.0 200")) << old;
+  EXPECT_EQ(seen(old, "X-Seen-Host"), "127.0.0.1:" + std::to_string(upstream.port()));
+  const std::string folded = exchange("GET / HTTP/1.1\r\nHost: a\r\nX-Hop: b\r\n c\r\n");
+  ASSERT_TRUE(folded.starts_with("HTTP/1.1 200")) << folded;
+  EXPECT_EQ(seen(folded, "X-Seen-Hop"), "b c");
+}
+
 TEST(GatewayE2eTest, AKeptAliveConnectionsNextHeadSentAByteAtATimeIsCutOff) {
   Upstream upstream;
   Gateway gateway(upstream.port(), "header_timeout: 1s\nrules: []\n");

@@ -31,13 +31,22 @@ TEST(UpstreamTest, ARequestLosesItsHopByHopHeadersAndGainsXForwardedFor) {
   request.set("X-Forwarded-For", "198.51.100.1");
   request.set("X-Kept", "yes");
   request.body() = "hello";
-  PrepareUpstreamRequest(request, Peer(boost::asio::ip::make_address("::ffff:203.0.113.9")));
+  PrepareUpstreamRequest(request, Peer(boost::asio::ip::make_address("::ffff:203.0.113.9")),
+                         "127.0.0.1:9000");
   EXPECT_EQ(Names(request.base()),
             (std::vector<std::string>{"Host", "X-Kept", "X-Forwarded-For", "Content-Length"}));
   EXPECT_EQ(request[bhttp::field::host], "example.com") << "a Connection option removed Host";
   EXPECT_EQ(request["X-Forwarded-For"], "198.51.100.1, 203.0.113.9");
   EXPECT_EQ(request[bhttp::field::content_length], "5");
   EXPECT_TRUE(request.keep_alive());
+}
+
+// HTTP/1.0 allows a request without Host; it goes upstream as HTTP/1.1, which does not.
+TEST(UpstreamTest, ARequestWithoutHostGetsTheUpstreamsAuthority) {
+  HttpRequest request{bhttp::verb::get, "/x", 10};
+  PrepareUpstreamRequest(request, Peer(boost::asio::ip::make_address("203.0.113.9")), "[::1]:9000");
+  EXPECT_EQ(request.version(), 11U);
+  EXPECT_EQ(request[bhttp::field::host], "[::1]:9000");
 }
 
 TEST(UpstreamTest, AResponseLosesItsHopByHopHeadersAndIsFramedByLength) {

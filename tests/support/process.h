@@ -24,6 +24,7 @@ class Process {
   // Waits for the process to exit; its exit code, or nullopt on timeout (it keeps running).
   std::optional<int> Wait(std::chrono::milliseconds timeout);
   bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
 
  private:
   std::string log_path_;
