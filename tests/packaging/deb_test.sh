@@ -44,8 +44,10 @@ grep -q "init-system-helpers" <<<"$depends" || fail "Depends lacks init-system-h
 [ -n "$(field Description)" ] || fail "no Description"
 [ "$(dpkg-deb --info "$deb" conffiles)" = /etc/sluice/sluice.yaml ] ||
   fail "conffiles: $(dpkg-deb --info "$deb" conffiles)"
+# (Read into files first: grep -q ending a pipeline early fails its writer under pipefail.)
+dpkg-deb --info "$deb" >"$scratch/info"
 for script in postinst prerm postrm; do
-  dpkg-deb --info "$deb" | grep -qE "^ +[0-9]+ bytes, +[0-9]+ lines +\* +$script " ||
+  grep -qE "^ +[0-9]+ bytes, +[0-9]+ lines +\* +$script " "$scratch/info" ||
     fail "no executable $script"
 done
 
@@ -70,13 +72,14 @@ read -r name command_version _ <"$scratch/version"
   fail "check-config refuses the shipped configuration: $(cat "$scratch/check")"
 grep -q ": ok (" "$scratch/check" || fail "check-config said $(cat "$scratch/check")"
 
-zcat "$root/usr/share/man/man1/sluice.1.gz" | grep -q '^\.TH SLUICE "1"' || fail "no man page"
-zcat "$root/usr/share/man/man1/sluice.1.gz" | grep -qF 'check\-config' ||
-  fail "the man page lacks the subcommands"
-[ "$(zcat "$root/usr/share/doc/sluice/changelog.gz" | head -1)" = \
+zcat "$root/usr/share/man/man1/sluice.1.gz" >"$scratch/sluice.1"
+grep -q '^\.TH SLUICE "1"' "$scratch/sluice.1" || fail "no man page"
+grep -qF 'check\-config' "$scratch/sluice.1" || fail "the man page lacks the subcommands"
+zcat "$root/usr/share/doc/sluice/changelog.gz" >"$scratch/changelog"
+[ "$(head -1 "$scratch/changelog")" = \
   "sluice ($version) unstable; urgency=medium" ] || fail "the changelog's first entry is not $version"
-head -1 "$root/usr/share/doc/sluice/copyright" |
-  grep -qx "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/" ||
+[ "$(head -1 "$root/usr/share/doc/sluice/copyright")" = \
+  "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/" ] ||
   fail "copyright is not machine-readable"
 
 # --- the unit -------------------------------------------------------------------------------------
