@@ -9,12 +9,14 @@
 #include "check_config_command.h"
 #include "demo_upstream_command.h"
 #include "serve_command.h"
+#include "version.h"
 
 int main(int argc, char** argv) {
   try {
     // Logs go to standard error, so that standard output stays the commands' own.
     spdlog::set_default_logger(spdlog::stderr_color_mt("sluice"));
     CLI::App app{"Sluice: a distributed rate limiter"};
+    app.set_version_flag("--version", sluice::cli::VersionLine());
     app.require_subcommand(1);
     sluice::cli::AddCheckCommand(app);
     sluice::cli::AddCheckConfigCommand(app);

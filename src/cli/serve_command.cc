@@ -9,6 +9,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <chrono>
 #include <memory>
+#include <string_view>
 
 #include "config/config.h"
 #include "descriptor_limit.h"
@@ -16,6 +17,7 @@
 #include "http/server.h"
 #include "open_store.h"
 #include "rls/front_end.h"
+#include "systemd_notify.h"
 
 namespace sluice::cli {
 namespace {
@@ -102,7 +104,11 @@ class Service {
     admin_ = Listen(&http::Gateway::HandleAdmin, c, c.admin_listen, "admin");
     drain_timeout_ = c.drain_timeout;
     store_timeout_ = config::StoreTimeout(c.store);
-    asio::post(loops_[0], [this] { WaitForSignals(); });
+    // Ready once the signals are caught, so that a reload systemd sends at once finds a handler.
+    asio::post(loops_[0], [this] {
+      WaitForSignals();
+      Notify("READY=1");
+    });
     loops_.Join();
     spdlog::info("stopped");
     return 0;
@@ -140,6 +146,11 @@ class Service {
         pauses);
     if (rls_) text += rls_->MetricsText();
     return text;
+  }
+
+  // Tells systemd (Type=notify) the service's state; a failure is logged, never fatal.
+  void Notify(std::string_view state) const {
+    if (Status s = notifier_.Notify(state); !s.ok()) spdlog::warn("{}", s.message());
   }
 
   size_t InFlight() const {
@@ -182,7 +193,14 @@ class Service {
     });
   }
 
+  // Refused or not, a configuration is in force afterwards and the service answers: ready again.
   void Reload() {
+    Notify(ReloadingState());
+    ApplyNewConfig();
+    Notify("READY=1");
+  }
+
+  void ApplyNewConfig() {
     Result<config::Config> next = config::LoadConfig(path_);
     if (!next.ok()) {
       spdlog::error("reload refused, the running configuration stays: {}", next.status().message());
@@ -223,6 +241,7 @@ class Service {
 
   // Stops accepting, lets requests in flight finish within the drain timeout, then stops.
   void Drain() {
+    Notify("STOPPING=1");
     spdlog::info("stopping: draining {} requests in flight", InFlight());
     for (http::Server* s : {proxy_.get(), admin_.get(), check_.get()}) {
       if (s != nullptr) s->StopAccepting();
@@ -283,6 +302,7 @@ class Service {
   milliseconds drain_timeout_{10'000};
   std::chrono::steady_clock::time_point drain_deadline_;
   milliseconds store_timeout_{0};
+  ServiceNotifier notifier_ = ServiceNotifier::FromEnvironment();
 };
 
 int Serve(const std::string& path) {

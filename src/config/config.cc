@@ -1,6 +1,8 @@
 #include "config/config.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
@@ -433,13 +435,14 @@ Config Parse(const YamlField& root, const std::string& source) {
   if (root.Has("admin_listen")) config.admin_listen = endpoint("admin_listen");
   config.threads = root.Has("threads") ? static_cast<unsigned>(root["threads"].Integer(1, 256))
                                        : std::max(1U, std::thread::hardware_concurrency());
-  // Envoy's rate limit service can run alone: without an upstream there is no proxy.
+  // The check API and Envoy's rate limit service can run alone: without an upstream there is
+  // no proxy.
   if (root.Has("upstream")) {
     config.upstream = ParseUpstream(root["upstream"]);
-  } else if (!root.Has("rls")) {
-    root.Fail("needs an upstream");
   } else if (root.Has("listen")) {
     root["listen"].Fail("needs an upstream to forward to");
+  } else if (!root.Has("check_listen") && !root.Has("rls")) {
+    root.Fail("needs an upstream (for the proxy), check_listen (the check API alone) or rls");
   } else {
     config.proxy = false;
   }
@@ -546,10 +549,19 @@ Result<Config> ParseConfig(std::string_view yaml, std::string_view source) {
 }
 
 Result<Config> LoadConfig(const std::string& path) {
+  // The reason goes in the message: under systemd it is all the journal shows of a service that
+  // would not start (a missing file, or one its dynamic user may not read).
+  auto unreadable = [&path](int error) {
+    return Status::InvalidArgument(path + ": cannot be read: " + std::strerror(error));
+  };
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return unreadable(EISDIR);
+  errno = 0;
   std::ifstream file(path);
-  if (!file) return Status::InvalidArgument(path + ": cannot be read");
+  if (!file) return unreadable(errno != 0 ? errno : EIO);
   std::ostringstream text;
   text << file.rdbuf();
+  if (file.bad()) return unreadable(errno != 0 ? errno : EIO);
   return ParseConfig(text.str(), path);
 }
 

@@ -50,6 +50,30 @@ TEST(ConfigTest, TheDemoConfigurationLoads) {
   EXPECT_EQ(c->listen, (Endpoint{"127.0.0.1", 8080}));
 }
 
+// The Debian package's /etc/sluice/sluice.yaml: the service starts on it with nothing else
+// installed, so it must need no upstream or Redis and listen on loopback alone.
+TEST(ConfigTest, TheShippedConfigurationServesTheCheckApiOnLoopback) {
+  Result<Config> c = LoadConfig(std::string(SLUICE_SOURCE_DIR) + "/packaging/sluice.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_FALSE(c->proxy);
+  EXPECT_FALSE(c->rls);
+  EXPECT_EQ(c->store.type, StoreType::kMemory);
+  ASSERT_TRUE(c->check_listen);
+  EXPECT_EQ(c->check_listen->host, "127.0.0.1");
+  EXPECT_EQ(c->admin_listen.host, "127.0.0.1");
+  EXPECT_FALSE(c->rules.empty());
+}
+
+TEST(ConfigTest, TheCheckApiRunsWithoutAnUpstream) {
+  Result<Config> c = ParseConfig(
+      "check_listen: 127.0.0.1:8081\n"
+      "rules: [{name: per-ip, key: ip, capacity: 10, period: 1s}]\n",
+      "check.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_FALSE(c->proxy);
+  EXPECT_EQ(c->check_listen, (Endpoint{"127.0.0.1", 8081}));
+}
+
 TEST(ConfigTest, DefaultsForAMinimalFile) {
   Result<Config> c = ParseConfig(
       "upstream: {address: 127.0.0.1:9000}\n"
@@ -164,7 +188,12 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadConfig{"Empty", "", "bad.yaml: the file is empty"},
         BadConfig{"NotYaml", "upstream: [unclosed", "bad.yaml:1"},
-        BadConfig{"NoUpstream", "rules: []\n", "bad.yaml:1: needs an upstream"},
+        BadConfig{"NoUpstream", "rules: []\n",
+                  "bad.yaml:1: needs an upstream (for the proxy), check_listen (the check API "
+                  "alone) or rls"},
+        BadConfig{"ListenWithoutUpstream",
+                  "check_listen: 127.0.0.1:8081\nlisten: 127.0.0.1:8080\nrules: []\n",
+                  "bad.yaml:2: listen: needs an upstream to forward to"},
         BadConfig{"UnknownField", "upstream: {address: a:1}\nrulez: []\n",
                   "bad.yaml:2: rulez: unknown field"},
         BadConfig{"BadListen", "listen: 8080\nupstream: {address: a:1}\nrules: []\n",
@@ -289,7 +318,12 @@ TEST_P(ConfigRejectsTest, NamingFileLineAndField) {
 TEST(ConfigTest, MissingFileIsAClearError) {
   Result<Config> c = LoadConfig("/nonexistent/sluice.yaml");
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.status().message(), "/nonexistent/sluice.yaml: cannot be read");
+  EXPECT_EQ(c.status().message(),
+            "/nonexistent/sluice.yaml: cannot be read: No such file or directory");
+  Result<Config> folder = LoadConfig(SLUICE_SOURCE_DIR);
+  ASSERT_FALSE(folder.ok());
+  EXPECT_EQ(folder.status().message(),
+            std::string(SLUICE_SOURCE_DIR) + ": cannot be read: Is a directory");
 }
 
 }  // namespace

@@ -1,0 +1,44 @@
+# Run at build time (cmake -P): writes the Debian package's changelog, OUTPUT (gzipped), from
+# CHANGELOG.md, whose entries read
+#
+#   ## VERSION (YYYY-MM-DD)
+#
+#   - a change, its lines
+#     continued indented
+#
+# The newest entry takes the package's version from VERSION_FILE (package_version.cmake, which
+# says "+dirty" for a build from a modified tree), so that it matches the package.
+#
+# Inputs: CHANGELOG, VERSION_FILE, MAINTAINER, OUTPUT.
+include("${VERSION_FILE}")  # CPACK_PACKAGE_VERSION
+file(STRINGS "${CHANGELOG}" lines)
+set(text "")
+set(open_entry "")  # the trailer line of the entry being written
+foreach(line IN LISTS lines)
+  if(line MATCHES "^## ([^ ]+) \\(([0-9-]+)\\)$")
+    set(version "${CMAKE_MATCH_1}")
+    if(open_entry STREQUAL "")
+      set(version "${CPACK_PACKAGE_VERSION}")
+    else()
+      string(APPEND text "\n${open_entry}\n\n")
+    endif()
+    execute_process(COMMAND date -u -R -d "${CMAKE_MATCH_2} 00:00:00"
+                    OUTPUT_VARIABLE date OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
+    string(APPEND text "sluice (${version}) unstable; urgency=medium\n\n")
+    set(open_entry " -- ${MAINTAINER}  ${date}")
+  elseif(NOT open_entry STREQUAL "" AND line MATCHES "^- (.*)")
+    string(APPEND text "  * ${CMAKE_MATCH_1}\n")
+  elseif(NOT open_entry STREQUAL "" AND line MATCHES "^  +(.*)")
+    string(APPEND text "    ${CMAKE_MATCH_1}\n")
+  endif()
+endforeach()
+if(open_entry STREQUAL "")
+  message(FATAL_ERROR "${CHANGELOG} has no entry \"## VERSION (YYYY-MM-DD)\"")
+endif()
+string(APPEND text "\n${open_entry}\n")
+
+get_filename_component(name "${OUTPUT}" NAME_WE)
+get_filename_component(dir "${OUTPUT}" DIRECTORY)
+file(WRITE "${dir}/${name}" "${text}")
+# -n: no name or time in the header, so that the same text gives the same file.
+execute_process(COMMAND gzip -9nf "${dir}/${name}" COMMAND_ERROR_IS_FATAL ANY)
