@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -12,13 +13,20 @@ namespace sluice {
 
 // Keeps buckets in memory with the same semantics and arithmetic as the Redis script. A bucket
 // is forgotten once it would be full again, as the script's key expiry does: every operation
-// also removes a few expired buckets, oldest first, so memory stays bounded by the buckets that
-// are not yet full, with no cleanup thread. Thread-safe; buckets are spread over shards, each
-// with its own lock. Apply completes inline, on the caller's thread.
+// also removes a few expired buckets, oldest first, with no cleanup thread. At most
+// `max_buckets` are held, whatever the number of distinct clients: past it, the bucket nearest
+// to full (the soonest to expire) is forgotten to make room, the least information lost, since
+// a forgotten bucket is a full one (as Redis's maxmemory-policy volatile-ttl does). Thread-safe;
+// buckets are spread over shards, each with its own lock and its share of the bound. Apply
+// completes inline, on the caller's thread.
 class MemoryStore final : public Store {
  public:
-  // `clock` supplies the time (a SteadyClock when null).
-  explicit MemoryStore(std::shared_ptr<const Clock> clock = nullptr);
+  static constexpr size_t kDefaultMaxBuckets = 1'000'000;
+
+  // `clock` supplies the time (a SteadyClock when null); `max_buckets` (at least 1) bounds the
+  // buckets held.
+  explicit MemoryStore(std::shared_ptr<const Clock> clock = nullptr,
+                       size_t max_buckets = kDefaultMaxBuckets);
   ~MemoryStore() override;
 
   MemoryStore(const MemoryStore&) = delete;
@@ -30,6 +38,9 @@ class MemoryStore final : public Store {
 
   // The number of buckets held now, expired or not yet swept.
   size_t BucketCount() const;
+
+  // Buckets forgotten before they were full, to stay within max_buckets.
+  uint64_t Evictions() const;
 
  private:
   class Shard;

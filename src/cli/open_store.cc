@@ -81,7 +81,8 @@ Result<OpenedStores> Open(const config::StoreConfig& config,
   switch (config.type) {
     case config::StoreType::kMemory:
       return OpenedStores{
-          std::vector<std::shared_ptr<Store>>(ios.size(), std::make_shared<MemoryStore>()),
+          std::vector<std::shared_ptr<Store>>(
+              ios.size(), std::make_shared<MemoryStore>(nullptr, config.memory_max_buckets)),
           [] { return true; }, nullptr};
     case config::StoreType::kRedis:
     case config::StoreType::kSentinel:

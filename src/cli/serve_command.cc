@@ -17,6 +17,7 @@
 #include "http/server.h"
 #include "open_store.h"
 #include "rls/front_end.h"
+#include "sluice/memory_store.h"
 #include "systemd_notify.h"
 
 namespace sluice::cli {
@@ -107,6 +108,7 @@ class Service {
     // Ready once the signals are caught, so that a reload systemd sends at once finds a handler.
     asio::post(loops_[0], [this] {
       WaitForSignals();
+      WatchMemoryBound(0);
       Notify("READY=1");
     });
     loops_.Join();
@@ -144,8 +146,33 @@ class Service {
         "process was out of file descriptors.\n"
         "# TYPE sluice_accept_pauses_total counter\nsluice_accept_pauses_total {}\n",
         pauses);
+    if (const auto memory = std::dynamic_pointer_cast<MemoryStore>(store_.stores.front())) {
+      text += fmt::format(
+          "# HELP sluice_memory_store_evictions_total Buckets the memory store forgot before "
+          "they were full, to stay within store.max_buckets.\n"
+          "# TYPE sluice_memory_store_evictions_total counter\n"
+          "sluice_memory_store_evictions_total {}\n",
+          memory->Evictions());
+    }
     if (rls_) text += rls_->MetricsText();
     return text;
+  }
+
+  // Says in the log, once per interval, that the memory store is at its bound: a flood of
+  // distinct clients, or a bound too low for the real ones.
+  void WatchMemoryBound(uint64_t seen) {
+    const auto memory = std::dynamic_pointer_cast<MemoryStore>(store_.stores.front());
+    if (memory == nullptr || stopping_watch_) return;
+    const uint64_t now = memory->Evictions();
+    if (now > seen) {
+      spdlog::warn(
+          "the memory store is at store.max_buckets: {} buckets forgotten before they were full",
+          now - seen);
+    }
+    watch_timer_.expires_after(std::chrono::seconds(10));
+    watch_timer_.async_wait([this, now](const boost::system::error_code& ec) {
+      if (!ec) WatchMemoryBound(now);
+    });
   }
 
   // Tells systemd (Type=notify) the service's state; a failure is logged, never fatal.
@@ -242,6 +269,8 @@ class Service {
   // Stops accepting, lets requests in flight finish within the drain timeout, then stops.
   void Drain() {
     Notify("STOPPING=1");
+    stopping_watch_ = true;
+    watch_timer_.cancel();
     spdlog::info("stopping: draining {} requests in flight", InFlight());
     for (http::Server* s : {proxy_.get(), admin_.get(), check_.get()}) {
       if (s != nullptr) s->StopAccepting();
@@ -295,6 +324,8 @@ class Service {
   std::unique_ptr<http::Gateway> gateway_;
   std::unique_ptr<rls::FrontEnd> rls_;
   asio::signal_set signals_;
+  asio::steady_timer watch_timer_{loops_[0]};
+  bool stopping_watch_ = false;  // read and written on loop 0, as the timer is
   std::string path_;
   std::unique_ptr<http::Server> proxy_;
   std::unique_ptr<http::Server> admin_;

@@ -57,9 +57,10 @@ const std::vector<std::string_view> kAllStoreFields = {"type",
                                                        "timeout",
                                                        "connect_timeout",
                                                        "max_in_flight",
-                                                       "refresh_interval"};
+                                                       "refresh_interval",
+                                                       "max_buckets"};
 const StoreFields kStoreFields[] = {
-    {"memory", {}},
+    {"memory", {"max_buckets"}},
     {"redis",
      {"url", "username", "password", "password_file", "tls", "mode", "timeout", "connect_timeout",
       "max_in_flight"}},
@@ -205,6 +206,9 @@ StoreConfig ParseStore(const YamlField& f) {
   const std::string type =
       f.Has("type") ? f["type"].OneOf({"memory", "redis", "sentinel", "cluster"}) : "memory";
   RefuseForeignFields(f, type);
+  if (f.Has("max_buckets")) {
+    store.memory_max_buckets = static_cast<size_t>(f["max_buckets"].Integer(1, 1'000'000'000));
+  }
   if (type == "cluster") {
     store.type = StoreType::kCluster;
     store.cluster = ParseCluster(f);

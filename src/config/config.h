@@ -15,6 +15,7 @@
 #include "sluice/cluster_store.h"
 #include "sluice/headers.h"
 #include "sluice/limiter.h"
+#include "sluice/memory_store.h"
 #include "sluice/redis_store.h"
 #include "sluice/rule.h"
 #include "sluice/status.h"
@@ -41,6 +42,7 @@ struct StoreConfig {
   // same, with `sentinel` from `sentinels`, `master` and the sentinels' credentials.
   RedisOptions redis;
   ClusterOptions cluster;  // for kCluster: from `nodes`, the credentials, `tls`, `mode`, ...
+  size_t memory_max_buckets = MemoryStore::kDefaultMaxBuckets;  // for kMemory: `max_buckets`
 
   bool operator==(const StoreConfig&) const = default;
 };

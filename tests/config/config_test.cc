@@ -152,6 +152,18 @@ TEST(ConfigTest, ACostFromTheResponse) {
   EXPECT_TRUE(c->rules[0].CostReported());
 }
 
+TEST(ConfigTest, AMemoryStoresBound) {
+  Result<Config> c = ParseConfig(
+      "upstream: {address: 127.0.0.1:9000}\nstore: {type: memory, max_buckets: 5000}\nrules: []\n",
+      "c");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->store.memory_max_buckets, 5000u);
+  EXPECT_FALSE(ParseConfig("upstream: {address: 127.0.0.1:9000}\nstore: {type: redis, url: "
+                           "'redis://a', max_buckets: 5}\nrules: []\n",
+                           "c")
+                   .ok());
+}
+
 TEST(ConfigTest, ClusterStore) {
   Result<Config> c = ParseConfig(
       "store: {type: cluster, nodes: [127.0.0.1:7001, '[::1]:7002'], mode: function,\n"

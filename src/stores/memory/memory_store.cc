@@ -1,6 +1,7 @@
 #include "sluice/memory_store.h"
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -19,10 +20,13 @@ constexpr size_t kSweepPerOp = 8;
 
 }  // namespace
 
-// One lock's worth of buckets, with an index of expiry times to forget full buckets. Callers
-// hold the shard's lock (Lock) around Sweep, Take and Keep.
+// One lock's worth of buckets, with an index of expiry times to forget full buckets and, at the
+// shard's bound, the nearest to full. Callers hold the shard's lock (Lock) around Sweep, Take and
+// Keep.
 class MemoryStore::Shard {
  public:
+  explicit Shard(size_t max_buckets) : max_buckets_(max_buckets) {}
+
   std::unique_lock<std::mutex> Lock() { return std::unique_lock(mutex_); }
 
   // Forgets a few buckets whose time has come.
@@ -52,6 +56,7 @@ class MemoryStore::Shard {
       return;
     }
     if (it == buckets_.end()) {
+      if (buckets_.size() >= max_buckets_) EvictNearestToFull();
       it = buckets_.try_emplace(key).first;
     } else {
       by_expiry_.erase(it->second.expiry_entry);
@@ -66,6 +71,8 @@ class MemoryStore::Shard {
     return buckets_.size();
   }
 
+  uint64_t Evictions() const { return evictions_.load(std::memory_order_relaxed); }
+
  private:
   using ExpiryIndex = std::multimap<int64_t, const std::string*>;
   struct Bucket {
@@ -75,19 +82,29 @@ class MemoryStore::Shard {
   };
   using Buckets = std::unordered_map<std::string, Bucket>;
 
+  // The soonest to expire is the nearest to full: forgetting it loses the least.
+  void EvictNearestToFull() {
+    Erase(buckets_.find(*by_expiry_.begin()->second));
+    evictions_.fetch_add(1, std::memory_order_relaxed);
+  }
+
   void Erase(Buckets::iterator it) {
     by_expiry_.erase(it->second.expiry_entry);
     buckets_.erase(it);
   }
 
+  const size_t max_buckets_;
+  std::atomic<uint64_t> evictions_{0};
   mutable std::mutex mutex_;
   Buckets buckets_;        // node-based: key addresses stay valid for the index
   ExpiryIndex by_expiry_;  // soonest expiry first
 };
 
-MemoryStore::MemoryStore(std::shared_ptr<const Clock> clock)
+MemoryStore::MemoryStore(std::shared_ptr<const Clock> clock, size_t max_buckets)
     : clock_(clock ? std::move(clock) : std::make_shared<SteadyClock>()) {
-  for (size_t i = 0; i < kShards; ++i) shards_.push_back(std::make_unique<Shard>());
+  // Each shard its share (one at least, so a bound under the shard count holds one a shard).
+  const size_t per_shard = std::max<size_t>(1, max_buckets / kShards);
+  for (size_t i = 0; i < kShards; ++i) shards_.push_back(std::make_unique<Shard>(per_shard));
 }
 
 MemoryStore::~MemoryStore() = default;
@@ -147,6 +164,12 @@ void MemoryStore::ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallback don
   }
   locks.clear();
   done(std::move(replies));
+}
+
+uint64_t MemoryStore::Evictions() const {
+  uint64_t evictions = 0;
+  for (const auto& shard : shards_) evictions += shard->Evictions();
+  return evictions;
 }
 
 size_t MemoryStore::BucketCount() const {
