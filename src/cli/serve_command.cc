@@ -66,7 +66,7 @@ class Service {
     gateway_ = std::make_unique<http::Gateway>(store_.stores, store_.ready);
     if (Status s = gateway_->Apply(config); !s.ok()) throw std::runtime_error(s.message());
     if (config.rls) {
-      auto rls = rls::FrontEnd::Create(config, store_.stores);
+      auto rls = rls::FrontEnd::Create(config, store_.stores, gateway_->top_rejected());
       if (!rls.ok()) throw std::runtime_error(rls.status().message());
       rls_ = std::move(rls).value();
     }
@@ -103,6 +103,7 @@ class Service {
       check_ = Listen(&http::Gateway::HandleCheck, c, *c.check_listen, "check API");
     // Last: /metrics reads the other servers' counts.
     admin_ = Listen(&http::Gateway::HandleAdmin, c, c.admin_listen, "admin");
+    asio::post(loops_[0], [this] { SampleStatus(); });
     drain_timeout_ = c.drain_timeout;
     store_timeout_ = config::StoreTimeout(c.store);
     // Ready once the signals are caught, so that a reload systemd sends at once finds a handler.
@@ -304,6 +305,15 @@ class Service {
     }
     auto timer = std::make_shared<asio::steady_timer>(loops_[0], milliseconds(10));
     timer->async_wait([this, timer](const boost::system::error_code&) { PollDrained(); });
+  }
+
+  // The status page's charts: the metrics counters once a second, for as long as the loops run.
+  void SampleStatus() {
+    gateway_->SampleStatus();
+    auto timer = std::make_shared<asio::steady_timer>(loops_[0], std::chrono::seconds(1));
+    timer->async_wait([this, timer](const boost::system::error_code& ec) {
+      if (!ec) SampleStatus();
+    });
   }
 
   // The idle upstream connections allowed (upstream.pool) are shared out among the loops.

@@ -382,6 +382,14 @@ size_t OverLimitCacheKeys(const YamlField& cache) {
                                : 100'000;
 }
 
+DebugTopConfig ParseDebugTop(const YamlField& f) {
+  f.ExpectMap({"size", "reveal_keys"});
+  DebugTopConfig top;
+  if (f.Has("size")) top.size = static_cast<size_t>(f["size"].Integer(0, 1000));
+  if (f.Has("reveal_keys")) top.reveal_keys = f["reveal_keys"].Bool();
+  return top;
+}
+
 // Relative descriptor paths are taken from the configuration file's folder, so that the file and
 // its descriptors move together.
 RlsConfig ParseRls(const YamlField& f, const std::string& source, FailurePolicy failure) {
@@ -428,7 +436,8 @@ Config Parse(const YamlField& root, const std::string& source) {
                   "client",           "tenants",          "rules",
                   "key_prefix",       "hash_tag_values",  "max_body_bytes",
                   "max_header_bytes", "header_timeout",   "drain_timeout",
-                  "max_connections",  "over_limit_cache", "rls"});
+                  "max_connections",  "over_limit_cache", "rls",
+                  "debug_top"});
   Config config;
   config.source = source;
   auto endpoint = [&](const char* name) {
@@ -480,6 +489,7 @@ Config Parse(const YamlField& root, const std::string& source) {
     config.max_connections = static_cast<size_t>(root["max_connections"].Integer(1, 1'000'000));
   }
   if (root.Has("rls")) config.rls = ParseRls(root["rls"], source, config.failure);
+  if (root.Has("debug_top")) config.debug_top = ParseDebugTop(root["debug_top"]);
   if (root.Has("rules")) {
     config.rules = ParseRules(root["rules"]);
     CheckReplicaWaits(config, root["rules"]);

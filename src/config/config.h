@@ -61,6 +61,15 @@ struct ClientConfig {
   std::string tenant_header;
 };
 
+// `debug_top`: the values each rule rejects most, for the admin listener (/debug/top, the status
+// page).
+struct DebugTopConfig {
+  size_t size = 20;          // values shown per rule or limit; 0 records nothing
+  bool reveal_keys = false;  // API keys, header values and descriptor values shown whole
+
+  bool operator==(const DebugTopConfig&) const = default;
+};
+
 struct Config {
   std::string source;  // the file it came from, for messages
   Endpoint listen{"0.0.0.0", 8080};
@@ -86,6 +95,7 @@ struct Config {
   size_t over_limit_cache_keys = 0;  // 0: no over-limit cache
   std::vector<Rule> rules;
   std::optional<RlsConfig> rls;  // Envoy's rate limit service API, when configured
+  DebugTopConfig debug_top;
 };
 
 // The names the configuration and the command line give each choice: "charge-all",

@@ -8,6 +8,7 @@
 
 #include "http/client_address.h"
 #include "http/request_attributes.h"
+#include "http/status.h"
 #include "http/string_views.h"
 #include "sluice/headers.h"
 #include "sluice/local_counting_store.h"
@@ -223,9 +224,13 @@ Status Gateway::Apply(config::Config config) {
   std::string upstream_authority = config.upstream.address.ToString();
   const bool reports_costs = std::any_of(config.rules.begin(), config.rules.end(),
                                          [](const Rule& r) { return r.CostReported(); });
-  auto snapshot = std::make_shared<Snapshot>(
-      Snapshot{std::move(config), std::move(limiters), std::move(counters), local_counts,
-               reports_costs, std::move(upstream_authority)});
+  top_rejected_->Resize(config.debug_top.size);
+  std::vector<RejectedValues*> rejected_values;
+  for (const Rule& rule : limiters.front()->rules())
+    rejected_values.push_back(top_rejected_->ForRule(rule.name));
+  auto snapshot = std::make_shared<Snapshot>(Snapshot{
+      std::move(config), std::move(limiters), std::move(counters), local_counts, reports_costs,
+      std::move(upstream_authority), std::move(rejected_values)});
   std::shared_ptr<const Snapshot> old;  // goes after the lock, with the last check using it
   std::lock_guard lock(mutex_);
   old = std::exchange(current_, std::move(snapshot));
@@ -255,6 +260,7 @@ Awaitable<Decision> Gateway::Decide(const Snapshot& snapshot, const Request& req
   metrics_.RecordDecision(decision, snapshot.rule_counters,
                           std::chrono::duration<double>(Clock::now() - start).count());
   if (decision.shadow_rejections > 0) LogShadowRejections(decision, snapshot.rules());
+  if (!decision.allowed && decision.checked) RecordRejectedValues(snapshot, request, decision);
   if (!decision.checked && decision.error.code() != StatusCode::kInvalidArgument) {
     store_errors_.Warn("rate limit store unavailable, the failure policy decides",
                        decision.error.ToString());
@@ -426,7 +432,122 @@ Awaitable<HttpResponse> Gateway::HandleAdmin(HttpRequest request, const Peer& /*
   if (target == "/metrics") {
     co_return MakeResponse(bhttp::status::ok, MetricsText(), "text/plain; version=0.0.4");
   }
+  if (std::optional<HttpResponse> status = StatusRoute(request)) co_return std::move(*status);
   co_return MakeResponse(bhttp::status::not_found, "try /healthz, /readyz or /metrics\n");
+}
+
+namespace {
+
+// The clock rejected values are recorded and read on.
+int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+void Gateway::RecordRejectedValues(const Snapshot& snapshot, const Request& request,
+                                   const Decision& decision) {
+  const int64_t now_ms = SteadyMs();
+  for (const RuleVerdict& v : decision.verdicts) {
+    if (v.allowed || v.shadow) continue;
+    const std::string* value = request.Find(snapshot.rules()[v.rule].attribute);
+    if (value != nullptr) snapshot.rejected_values[v.rule]->Record(*value, now_ms);
+  }
+}
+
+void Gateway::SampleStatus() {
+  const std::shared_ptr<const Snapshot> snapshot = Current();
+  CounterSample sample;
+  sample.second = SteadyMs() / 1000;
+  for (size_t i = 0; i < snapshot->rule_counters.size(); ++i) {
+    const RuleCounters& counters = *snapshot->rule_counters[i];
+    sample.rules.emplace_back(snapshot->rules()[i].name,
+                              RuleCounts{counters.allowed.load(std::memory_order_relaxed),
+                                         counters.rejected.load(std::memory_order_relaxed)});
+  }
+  sample.store_errors = metrics_.StoreErrors();
+  sample.check_latency = metrics_.CheckLatency();
+  std::lock_guard lock(history_mutex_);
+  history_.Add(std::move(sample));
+}
+
+namespace {
+
+HttpResponse QueryError(const Status& error) {
+  // The message may quote the query, which need not be UTF-8.
+  return MakeResponse(
+      bhttp::status::bad_request,
+      json{{"error", error.message()}}.dump(-1, ' ', false, json::error_handler_t::replace) + "\n",
+      "application/json");
+}
+
+// Bounded: the query string of one admin request (the server bounds the whole head anyway).
+constexpr size_t kMaxQueryBytes = 2048;
+
+}  // namespace
+
+std::optional<HttpResponse> Gateway::StatusRoute(const HttpRequest& request) const {
+  const std::string_view target = StdView(request.target());
+  const std::string_view path = PathOf(target);
+  if (path != "/" && path != "/status.json" && path != "/debug/top") return std::nullopt;
+  if (request.method() != bhttp::verb::get) {
+    return JsonError(bhttp::status::method_not_allowed, "use GET");
+  }
+  const std::string_view query =
+      path.size() < target.size() ? target.substr(path.size() + 1) : std::string_view();
+  if (query.size() > kMaxQueryBytes) return QueryError(Status::InvalidArgument("query too long"));
+  std::shared_ptr<const Snapshot> snapshot = Current();
+  const config::Config& config = snapshot->config;
+  StatusView view{&config,
+                  {snapshot->rejected_values.begin(), snapshot->rejected_values.end()},
+                  top_rejected_->Limits(),
+                  SteadyMs()};
+  if (path == "/") {
+    auto params = ParseQuery(query, {});
+    if (!params.ok()) return QueryError(params.status());
+    HttpResponse page =
+        MakeResponse(bhttp::status::ok, std::string(StatusPageHtml()), "text/html; charset=utf-8");
+    page.set(bhttp::field::cache_control, "no-store");
+    return page;
+  }
+  if (path == "/status.json") {
+    auto params = ParseQuery(query, {"seconds"});
+    if (!params.ok()) return QueryError(params.status());
+    int64_t seconds = 180;
+    if (auto it = params->find("seconds"); it != params->end()) {
+      const auto [end, error] =
+          std::from_chars(it->second.data(), it->second.data() + it->second.size(), seconds);
+      if (error != std::errc() || end != it->second.data() + it->second.size() || seconds < 1 ||
+          seconds > 180) {
+        return QueryError(Status::InvalidArgument("seconds must be a whole number from 1 to 180"));
+      }
+    }
+    const Health health{
+        ready_(),
+        std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - started_).count()};
+    std::string body;
+    {
+      std::lock_guard lock(history_mutex_);
+      body = StatusJson(view, history_, health, seconds);
+    }
+    HttpResponse response = MakeResponse(bhttp::status::ok, std::move(body), "application/json");
+    response.set(bhttp::field::cache_control, "no-store");
+    return response;
+  }
+  auto params = ParseQuery(query, {"name", "n"});
+  if (!params.ok()) return QueryError(params.status());
+  size_t n = config.debug_top.size;
+  if (auto it = params->find("n"); it != params->end()) {
+    const auto [end, error] =
+        std::from_chars(it->second.data(), it->second.data() + it->second.size(), n);
+    if (error != std::errc() || end != it->second.data() + it->second.size() || n < 1 || n > 1000) {
+      return QueryError(Status::InvalidArgument("n must be a whole number from 1 to 1000"));
+    }
+  }
+  std::optional<std::string_view> only;
+  if (auto it = params->find("name"); it != params->end()) only = it->second;
+  return MakeResponse(bhttp::status::ok, DebugTopJson(view, only, n), "application/json");
 }
 
 }  // namespace sluice::http

@@ -11,7 +11,9 @@
 
 #include "config/config.h"
 #include "http/metrics.h"
+#include "http/rejected_values.h"
 #include "http/server.h"
+#include "http/status_history.h"
 #include "http/throttled_log.h"
 #include "http/upstream.h"
 #include "sluice/limiter.h"
@@ -31,6 +33,7 @@ struct Snapshot {
   bool reports_costs = false;
   // The Host given to a request that came without one (HTTP/1.0): the upstream's address.
   std::string upstream_authority;
+  std::vector<RejectedValues*> rejected_values;  // the values each rule rejects, by index
 
   const std::vector<Rule>& rules() const { return limiters.front()->rules(); }
 };
@@ -73,6 +76,14 @@ class Gateway {
   // Families of other front ends (the rate limit service's), as Prometheus text, for /metrics.
   void SetMoreMetrics(std::function<std::string()> text);
 
+  // The values rules reject most, for /debug/top; the rate limit service records its limits'
+  // rejections here too.
+  std::shared_ptr<TopRejected> top_rejected() const { return top_rejected_; }
+
+  // Samples the metrics counters for the status page's charts: once a second, by whoever runs
+  // the servers.
+  void SampleStatus();
+
  private:
   // Checks `request` with the snapshot's limiter and records it in the metrics.
   Awaitable<Decision> Decide(const Snapshot& snapshot, const Request& request, size_t loop);
@@ -81,6 +92,13 @@ class Gateway {
 
   // /metrics: the counters, the gauges, and the local counting's figures when rules count locally.
   std::string MetricsText() const;
+
+  // Counts the values of the enforced rules that rejected `request`.
+  static void RecordRejectedValues(const Snapshot& snapshot, const Request& request,
+                                   const Decision& decision);
+
+  // /, /status.json and /debug/top; nothing for other targets.
+  std::optional<HttpResponse> StatusRoute(const HttpRequest& request) const;
 
   Awaitable<HttpResponse> CheckJson(const HttpRequest& request, size_t loop);
   // POST /v1/report: charges a request's rules what it cost, after the fact.
@@ -104,6 +122,10 @@ class Gateway {
   std::function<std::vector<std::pair<std::string, double>>()> gauges_;
   std::function<std::string()> more_metrics_;
   Metrics metrics_;
+  std::shared_ptr<TopRejected> top_rejected_ = std::make_shared<TopRejected>();
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  mutable std::mutex history_mutex_;
+  StatusHistory history_;
   ThrottledLog store_errors_;
   std::atomic<int64_t> log_second_{0};
   std::atomic<int> logged_this_second_{0};

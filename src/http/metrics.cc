@@ -26,6 +26,17 @@ void LatencyHistogram::Render(const std::string& name, std::string& out) const {
   out += fmt::format("{}_count {}\n", name, count_.load());
 }
 
+HistogramCounts LatencyHistogram::Counts() const {
+  static_assert(kBounds.size() + 1 == kHistogramBuckets);
+  HistogramCounts counts;
+  for (size_t i = 0; i < counts_.size(); ++i) {
+    counts.buckets[i] = counts_[i].load(std::memory_order_relaxed);
+  }
+  counts.count = count_.load(std::memory_order_relaxed);
+  counts.sum_micros = sum_micros_.load(std::memory_order_relaxed);
+  return counts;
+}
+
 namespace {
 
 uint64_t Get(const std::atomic<uint64_t>& counter) {
@@ -118,6 +129,12 @@ std::string Metrics::Render(const std::vector<std::pair<std::string, double>>& g
   for (const auto& [name, value] : gauges)
     out += fmt::format("# TYPE {} gauge\n{} {}\n", name, name, value);
   return out;
+}
+
+uint64_t Metrics::StoreErrors() const {
+  uint64_t total = 0;
+  for (const auto& errors : store_errors_) total += Get(errors);
+  return total;
 }
 
 std::string Metrics::RenderLocalCounting(const LocalCountingStats& stats) {

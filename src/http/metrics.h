@@ -19,6 +19,14 @@
 
 namespace sluice::http {
 
+// A histogram's buckets (the last one past every bound, none cumulative), count and sum.
+inline constexpr size_t kHistogramBuckets = 13;
+struct HistogramCounts {
+  std::array<uint64_t, kHistogramBuckets> buckets{};
+  uint64_t count = 0;
+  uint64_t sum_micros = 0;
+};
+
 // A latency histogram with fixed buckets, in seconds. Thread-safe.
 class LatencyHistogram {
  public:
@@ -27,6 +35,8 @@ class LatencyHistogram {
   void Observe(double seconds);
   // Appends the histogram's lines under `name`.
   void Render(const std::string& name, std::string& out) const;
+  // What it holds now, for the status page's recent latencies.
+  HistogramCounts Counts() const;
 
  private:
   std::array<std::atomic<uint64_t>, kBounds.size() + 1> counts_{};
@@ -65,6 +75,10 @@ class Metrics {
   // The counters of the local counts in force (synced and leased rules), in the same format;
   // they start again from zero when a reload makes new local counts.
   static std::string RenderLocalCounting(const LocalCountingStats& stats);
+
+  // For the status page: the store's errors so far, of every code, and its checks' latencies.
+  uint64_t StoreErrors() const;
+  HistogramCounts CheckLatency() const { return check_latency_.Counts(); }
 
  private:
   std::atomic<uint64_t> requests_allowed_{0};

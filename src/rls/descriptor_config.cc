@@ -173,6 +173,16 @@ void CheckReplaces(const std::vector<DescriptorNode>& nodes, const std::set<std:
   }
 }
 
+// Sets each rate limit's `path` in the tree.
+void SetPaths(std::vector<DescriptorNode>& nodes, const std::string& parent) {
+  for (DescriptorNode& node : nodes) {
+    std::string path = parent.empty() ? node.key : parent + "." + node.key;
+    if (!node.value.empty()) path.append("_").append(node.value);
+    if (node.rate_limit) node.rate_limit->path = path;
+    SetPaths(node.descriptors, path);
+  }
+}
+
 DomainConfig Parse(const YamlField& root, const std::string& source) {
   auto fields = Fields(root, {"domain", "descriptors"});
   DomainConfig config;
@@ -184,6 +194,7 @@ DomainConfig Parse(const YamlField& root, const std::string& source) {
   std::set<std::string> names;
   CollectNames(config.descriptors, names);
   CheckReplaces(config.descriptors, names, source);
+  SetPaths(config.descriptors, "");
   return config;
 }
 

@@ -29,6 +29,9 @@ struct RateLimitPolicy {
   std::string name;
   std::vector<std::string> replaces;  // names of limits this one stands in for in a request
   bool quota_mode = false;  // over its limit, it makes a call OVER_LIMIT only with the others
+  // Where it is in its domain's tree, as envoyproxy/ratelimit names its statistics: each level's
+  // key, "_" and value when the node has one, joined by ".": "key_value.key2".
+  std::string path;
 
   // The period, unit_multiplier units long.
   int64_t PeriodMs() const { return UnitMs(unit) * unit_multiplier; }

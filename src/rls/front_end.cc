@@ -17,8 +17,8 @@ ServiceOptions FrontEnd::OptionsOf(const config::Config& config) {
                                                          rls.over_limit_cache_keys);
   }
   cache_keys_ = rls.over_limit_cache_keys;
-  return {config.key_prefix, rls.failure,       rls.response_headers,
-          rls.policy,        over_limit_cache_, rls.quota_mode};
+  return {config.key_prefix, rls.failure,    rls.response_headers, rls.policy,
+          over_limit_cache_, rls.quota_mode, top_rejected_};
 }
 
 Result<std::shared_ptr<const DescriptorMatcher>> LoadMatcher(const config::RlsConfig& rls) {
@@ -28,11 +28,13 @@ Result<std::shared_ptr<const DescriptorMatcher>> LoadMatcher(const config::RlsCo
       std::make_shared<DescriptorMatcher>(std::move(domains).value()));
 }
 
-Result<std::unique_ptr<FrontEnd>> FrontEnd::Create(const config::Config& config,
-                                                   std::vector<std::shared_ptr<Store>> stores) {
+Result<std::unique_ptr<FrontEnd>> FrontEnd::Create(
+    const config::Config& config, std::vector<std::shared_ptr<Store>> stores,
+    std::shared_ptr<http::TopRejected> top_rejected) {
   Result<std::shared_ptr<const DescriptorMatcher>> matcher = LoadMatcher(*config.rls);
   if (!matcher.ok()) return matcher.status();
   auto front_end = std::unique_ptr<FrontEnd>(new FrontEnd());
+  front_end->top_rejected_ = std::move(top_rejected);
   front_end->service_ =
       std::make_unique<Service>(std::move(stores), *matcher, front_end->OptionsOf(config));
   return front_end;

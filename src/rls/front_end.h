@@ -25,8 +25,10 @@ Result<std::shared_ptr<const DescriptorMatcher>> LoadMatcher(const config::RlsCo
 class FrontEnd {
  public:
   // Loads the descriptor files of `config.rls` (which must be set); fails on a bad one.
-  static Result<std::unique_ptr<FrontEnd>> Create(const config::Config& config,
-                                                  std::vector<std::shared_ptr<Store>> stores);
+  // `top_rejected`, when given, counts the descriptor values over their limits.
+  static Result<std::unique_ptr<FrontEnd>> Create(
+      const config::Config& config, std::vector<std::shared_ptr<Store>> stores,
+      std::shared_ptr<http::TopRejected> top_rejected = nullptr);
 
   // Starts the gRPC server and, on `loops`, the JSON server, as the configuration asks.
   Status Listen(const config::RlsConfig& rls, http::EventLoops& loops, http::ServerLimits limits);
@@ -60,6 +62,7 @@ class FrontEnd {
 
   std::shared_ptr<OverLimitCache> over_limit_cache_;
   size_t cache_keys_ = 0;
+  std::shared_ptr<http::TopRejected> top_rejected_;
   std::unique_ptr<Service> service_;
   std::unique_ptr<GrpcServer> grpc_;
   std::unique_ptr<http::Server> json_;

@@ -193,6 +193,7 @@ Result<Plan> PlanRequest(const DescriptorMatcher& matcher, const RateLimitReques
                                    " descriptors in one request");
   }
   Plan plan;
+  plan.domain = request.domain();
   std::vector<std::vector<std::pair<std::string, std::string>>> counted(request.descriptors_size());
   std::vector<bool> own(request.descriptors_size());
   plan.descriptors.resize(request.descriptors_size());
@@ -201,7 +202,7 @@ Result<Plan> PlanRequest(const DescriptorMatcher& matcher, const RateLimitReques
     PlannedDescriptor& planned = plan.descriptors[i];
     std::optional<RateLimitPolicy> own_limit = OwnLimit(descriptor);
     if (own_limit && matcher.HasDomain(request.domain())) {
-      planned = {Kind::kLimited, *own_limit, false, quota_mode, std::nullopt};
+      planned = {Kind::kLimited, *own_limit, false, quota_mode, std::nullopt, {}};
       own[i] = true;
       for (const auto& entry : descriptor.entries())
         counted[i].emplace_back(entry.key(), entry.value());
@@ -230,6 +231,7 @@ Result<Plan> PlanRequest(const DescriptorMatcher& matcher, const RateLimitReques
     op.debt = true;
     op.enforced = !planned.shadow && !planned.quota_mode;
     planned.op = plan.ops.size();
+    planned.counted = std::move(counted[i]);
     plan.ops.push_back(std::move(op));
   }
   return plan;
@@ -250,6 +252,16 @@ RateLimitResponse Respond(const Plan& plan, const std::vector<BucketReply>& repl
   RateLimitResponse response = StatusesOf(plan, verdicts);
   if (headers) AddHeaders(response, *headers);
   return response;
+}
+
+std::string LimitLabel(const Plan& plan, const PlannedDescriptor& descriptor) {
+  std::string label = plan.domain + "/";
+  if (!descriptor.limit.name.empty()) return label + descriptor.limit.name;
+  if (!descriptor.limit.path.empty()) return label + descriptor.limit.path;
+  for (size_t i = 0; i < descriptor.counted.size(); ++i) {
+    label.append(i == 0 ? "" : ".").append(descriptor.counted[i].first);
+  }
+  return label;
 }
 
 RateLimitResponse RespondUnchecked(const Plan& plan, bool allow) {

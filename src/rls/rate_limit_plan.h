@@ -28,12 +28,15 @@ struct PlannedDescriptor {
   bool shadow = false;       // never over the limit, whatever the bucket says
   bool quota_mode = false;   // over the limit, it makes the call OVER_LIMIT only with the others
   std::optional<size_t> op;  // for kLimited with requests_per_unit > 0: its bucket operation
+  // For kLimited: the entries counted (key and value, or the pattern a shared bucket counts).
+  std::vector<std::pair<std::string, std::string>> counted;
 };
 
 // A call's bucket operations: one per limited descriptor, in the descriptors' order, each taking
 // its hits into debt (envoyproxy/ratelimit counts every hit). Two descriptors with the same
 // entries have an op each, on the same key: they are counted in turn.
 struct Plan {
+  std::string domain;
   std::vector<PlannedDescriptor> descriptors;  // one per request descriptor, in order
   std::vector<BucketOp> ops;                   // empty when nothing is limited
 };
@@ -57,5 +60,10 @@ RateLimitResponse Respond(const Plan& plan, const std::vector<BucketReply>& repl
 // The response when the store could not be asked: limited, enforced descriptors are OK when
 // `allow`, else OVER_LIMIT.
 RateLimitResponse RespondUnchecked(const Plan& plan, bool allow);
+
+// How a limited descriptor's limit is named where people see it: "DOMAIN/NAME" with the limit's
+// name, else "DOMAIN/PATH" with its descriptor path (RateLimitPolicy::path), else, for a
+// descriptor's own limit, its keys joined by ".".
+std::string LimitLabel(const Plan& plan, const PlannedDescriptor& descriptor);
 
 }  // namespace sluice::rls

@@ -1,5 +1,6 @@
 #include "rls/service.h"
 
+#include <chrono>
 #include <optional>
 
 #include "rls/call_charging.h"
@@ -78,6 +79,34 @@ void RememberDebts(OverLimitCache& cache, const std::vector<BucketOp>& ops,
   }
 }
 
+// Counts the values of the descriptors `response` says are over their limits, under each one's
+// limit.
+void RecordRejections(const Plan& plan, const RateLimitResponse& response, http::TopRejected& top) {
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now().time_since_epoch())
+                             .count();
+  for (size_t i = 0; i < plan.descriptors.size(); ++i) {
+    const PlannedDescriptor& p = plan.descriptors[i];
+    if (p.kind != PlannedDescriptor::Kind::kLimited || p.counted.empty() ||
+        response.statuses(static_cast<int>(i)).code() != RateLimitResponse::OVER_LIMIT) {
+      continue;
+    }
+    if (http::RejectedValues* values = top.ForLimit(LimitLabel(plan, p))) {
+      values->Record(http::DescriptorValue(p.counted), now_ms);
+    }
+  }
+}
+
+// The response for the replies, its rejections counted.
+RateLimitResponse Checked(const Plan& plan, const std::vector<BucketReply>& replies,
+                          const ServiceOptions& options) {
+  RateLimitResponse response = Respond(plan, replies, options.response_headers);
+  if (options.top_rejected && response.overall_code() == RateLimitResponse::OVER_LIMIT) {
+    RecordRejections(plan, response, *options.top_rejected);
+  }
+  return response;
+}
+
 // The response to a call once the store has answered the ops it was sent, or failed.
 void Answer(const Plan& plan, const CacheSplit& split, const ServiceOptions& options,
             Result<std::vector<BucketReply>> replies, http::ThrottledLog& store_errors,
@@ -88,7 +117,7 @@ void Answer(const Plan& plan, const CacheSplit& split, const ServiceOptions& opt
     for (size_t i = 0; i < all.size(); ++i) {
       if (split.sent_at[i]) all[i] = (*replies)[*split.sent_at[i]];
     }
-    done(Respond(plan, all, options.response_headers));
+    done(Checked(plan, all, options));
   } else if (replies.status().code() == StatusCode::kInvalidArgument) {
     done(replies.status());  // the request's fault, not the store's: no failure policy
   } else {
@@ -117,7 +146,7 @@ void Service::ShouldRateLimit(const RateLimitRequest& request, ResponseCallback 
   if (plan->ops.empty()) return done(Respond(*plan, {}, options.response_headers));
   auto split = std::make_shared<CacheSplit>(SplitByCache(*plan, options));
   cache_answers_.fetch_add(split->answered, std::memory_order_relaxed);
-  if (split->sent.empty()) return done(Respond(*plan, split->replies, options.response_headers));
+  if (split->sent.empty()) return done(Checked(*plan, split->replies, options));
   std::shared_ptr<Store> store =
       stores_[next_store_.fetch_add(1, std::memory_order_relaxed) % stores_.size()];
   in_flight_.fetch_add(1, std::memory_order_relaxed);

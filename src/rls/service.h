@@ -16,6 +16,7 @@
 #include "sluice/over_limit_cache.h"
 
 #include "config/rls_config.h"
+#include "http/rejected_values.h"
 #include "http/throttled_log.h"
 #include "rls/descriptor_matcher.h"
 #include "rls/rate_limit_plan.h"
@@ -34,6 +35,8 @@ struct ServiceOptions {
   // sent) until they are out of it; none: every call asks the store.
   std::shared_ptr<OverLimitCache> over_limit_cache;
   bool quota_mode = false;  // every limit in quota mode
+  // Where the descriptor values over their limits are counted, for /debug/top; none: nowhere.
+  std::shared_ptr<http::TopRejected> top_rejected;
 };
 
 // Counters of a service's calls, for metrics.

@@ -141,6 +141,26 @@ TEST(ConfigTest, OverLimitCache) {
   }
 }
 
+TEST(ConfigTest, DebugTop) {
+  const std::string rest = "upstream: {address: 127.0.0.1:9000}\nrules: []\n";
+  Result<Config> defaults = ParseConfig(rest, "c");
+  ASSERT_TRUE(defaults.ok()) << defaults.status().message();
+  EXPECT_EQ(defaults->debug_top, (DebugTopConfig{20, false}));
+  Result<Config> c = ParseConfig("debug_top: {size: 5, reveal_keys: true}\n" + rest, "c");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->debug_top, (DebugTopConfig{5, true}));
+  Result<Config> off = ParseConfig("debug_top: {size: 0}\n" + rest, "c");
+  ASSERT_TRUE(off.ok()) << off.status().message();
+  EXPECT_EQ(off->debug_top.size, 0u);
+  for (const char* bad : {"debug_top: {size: 1001}\n", "debug_top: {size: -1}\n",
+                          "debug_top: {reveal: true}\n", "debug_top: {reveal_keys: maybe}\n"}) {
+    Result<Config> refused = ParseConfig(bad + rest, "c");
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.status().message().find("c:1: debug_top."), std::string::npos)
+        << refused.status().message();
+  }
+}
+
 TEST(ConfigTest, ACostFromTheResponse) {
   Result<Config> c = ParseConfig(
       "upstream: {address: 127.0.0.1:9000}\n"

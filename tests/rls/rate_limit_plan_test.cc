@@ -294,3 +294,46 @@ TEST_F(RateLimitPlanTest, WithoutTheStoreTheFailurePolicyDecides) {
 
 }  // namespace
 }  // namespace sluice::rls
+
+namespace sluice::rls {
+namespace {
+
+// How /debug/top names a limit: its name, else its descriptor path as envoyproxy/ratelimit names
+// its statistics, else (a descriptor's own limit) its keys.
+TEST(LimitLabelTest, NameElsePathElseKeys) {
+  Result<DomainConfig> config = ParseDomainConfig(R"(
+domain: edge
+descriptors:
+  - key: key
+    value: value
+    descriptors:
+      - key: key2
+        rate_limit: {unit: second, requests_per_unit: 1}
+  - key: user
+    rate_limit: {unit: second, requests_per_unit: 1, name: per_user}
+)",
+                                                  "edge.yaml");
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_EQ(config->descriptors[0].descriptors[0].rate_limit->path, "key_value.key2");
+  std::vector<DomainConfig> domains;
+  domains.push_back(std::move(config).value());
+  const DescriptorMatcher matcher(std::move(domains));
+  RateLimitRequest request =
+      RequestOf("edge", {{{"key", "value"}, {"key2", "v2"}}, {{"user", "u_1"}}});
+  auto* own = request.add_descriptors();
+  auto* entry = own->add_entries();
+  entry->set_key("tenant");
+  entry->set_value("t1");
+  own->mutable_limit()->set_requests_per_unit(5);
+  own->mutable_limit()->set_unit(envoy::type::v3::SECOND);
+  Result<Plan> plan = PlanRequest(matcher, request, "rl:");
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(LimitLabel(*plan, plan->descriptors[0]), "edge/key_value.key2");
+  EXPECT_EQ(LimitLabel(*plan, plan->descriptors[1]), "edge/per_user");
+  EXPECT_EQ(LimitLabel(*plan, plan->descriptors[2]), "edge/tenant");
+  EXPECT_EQ(plan->descriptors[1].counted,
+            (std::vector<std::pair<std::string, std::string>>{{"user", "u_1"}}));
+}
+
+}  // namespace
+}  // namespace sluice::rls
