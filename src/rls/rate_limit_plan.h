@@ -28,6 +28,10 @@ struct PlannedDescriptor {
   bool shadow = false;       // never over the limit, whatever the bucket says
   bool quota_mode = false;   // over the limit, it makes the call OVER_LIMIT only with the others
   std::optional<size_t> op;  // for kLimited with requests_per_unit > 0: its bucket operation
+  // For kLimited: the configuration's limit it matched, null for the descriptor's own; for
+  // statistics.
+  const RateLimitPolicy* configured = nullptr;
+  int64_t hits = 0;  // for kLimited: what the descriptor asks to count
 };
 
 // A call's bucket operations: one per limited descriptor, in the descriptors' order, each taking
