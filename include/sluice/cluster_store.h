@@ -87,6 +87,10 @@ class ClusterStore final : public Store {
 
   ClusterStoreStats Stats() const;
 
+  // One entry per primary of the slot map in force (by its address, "host:port"), and per node
+  // still kept while it is up: whether connected, and its round trips.
+  std::vector<StoreNodeStatus> Nodes() const override;
+
   class Impl;  // shared with its handlers
 
  private:

@@ -99,12 +99,17 @@ class RedisStore final : public Store {
 
   RedisStoreStats Stats() const;
 
+  // The server ("host:port", "unix:PATH" or "sentinel:MASTER"), whether the connection is up, and
+  // its round trips.
+  std::vector<StoreNodeStatus> Nodes() const override;
+
   // Why the last connection ended or the last attempt failed ("127.0.0.1:6380: TLS: the
   // server's certificate is refused: certificate has expired"); empty until one has. For logs
   // and operators, never for clients: it names the server.
   std::string LastError() const;
 
  private:
+  std::string node_;  // as Nodes() names it
   std::shared_ptr<redis::CallPipeline> pipeline_;
 };
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "sluice/latency_histogram.h"
 #include "sluice/rule.h"
 #include "sluice/status.h"
 #include "sluice/token_bucket.h"
@@ -44,6 +45,16 @@ struct BucketOp {
 // other operations with kInvalidArgument rather than compute with them.
 Status ValidateBucketOps(const std::vector<BucketOp>& ops);
 
+// One server a store talks to, for operators: whether it is connected, and how long its answers
+// took.
+struct StoreNodeStatus {
+  // Where it is, as configured or as the cluster's slot map names it ("10.0.0.1:6379",
+  // "unix:/run/redis.sock", "sentinel master mymaster"); never a credential.
+  std::string node;
+  bool connected = false;
+  LatencyCounts round_trips;  // from a call's submission to its answer, answered calls only
+};
+
 // Called once with one reply per operation, in order, or with the error that stopped them.
 // It must neither block nor throw: it runs on a store's own thread.
 using StoreCallback = std::function<void(Result<std::vector<BucketReply>>)>;
@@ -68,6 +79,10 @@ class Store {
   // Whether the store decides ops whose rule counts locally (BucketOp::counting) as that says;
   // only a LocalCountingStore does. Others would count them as shared.
   virtual bool CountsLocally() const { return false; }
+
+  // The servers behind the store, one entry each (a cluster's primaries); none for a store
+  // without a server, such as the memory store.
+  virtual std::vector<StoreNodeStatus> Nodes() const { return {}; }
 };
 
 }  // namespace sluice

@@ -50,7 +50,7 @@ bool SameFixedParts(const config::Config& a, const config::Config& b) {
          a.store == b.store && a.max_body_bytes == b.max_body_bytes &&
          a.max_header_bytes == b.max_header_bytes && a.header_timeout == b.header_timeout &&
          a.max_connections == b.max_connections && a.drain_timeout == b.drain_timeout &&
-         a.proxy == b.proxy && RlsListeners(a) == RlsListeners(b);
+         a.proxy == b.proxy && a.access_log == b.access_log && RlsListeners(a) == RlsListeners(b);
 }
 
 // The running gateway. Members are destroyed before the event loops they use (loops_ first in
@@ -90,9 +90,17 @@ class Service {
     RaiseDescriptorLimit(DescriptorsNeeded(c));
     gateway_->SetMoreMetrics([this] { return MoreMetrics(); });
     gateway_->SetGauges([this] {
-      return std::vector<std::pair<std::string, double>>{
-          {"sluice_requests_in_flight", static_cast<double>(InFlight())}};
+      return std::vector<http::GaugeValue>{
+          {"sluice_requests_in_flight",
+           "Requests (and rate limit service calls) being handled now.",
+           static_cast<double>(InFlight())}};
     });
+    if (c.access_log) {
+      auto log = http::AccessLog::Open(*c.access_log);
+      if (!log.ok()) throw std::runtime_error(log.status().message());
+      access_log_ = std::move(log).value();
+      gateway_->SetAccessLog(access_log_);
+    }
     if (c.proxy) proxy_ = Listen(&http::Gateway::HandleProxy, c, c.listen, "proxy");
     if (rls_) {
       if (Status s = rls_->Listen(*c.rls, loops_, Limits(c)); !s.ok()) {
@@ -221,24 +229,30 @@ class Service {
     });
   }
 
-  // Refused or not, a configuration is in force afterwards and the service answers: ready again.
+  // SIGHUP: the access log is reopened (it may have been rotated) whether or not the
+  // configuration is taken. Refused or not, a configuration is in force afterwards and the
+  // service answers: ready again.
   void Reload() {
     Notify(ReloadingState());
-    ApplyNewConfig();
+    if (access_log_) access_log_->Reopen();
+    const bool ok = ReloadConfiguration();
+    gateway_->metrics().RecordReload(ok);
     Notify("READY=1");
   }
 
-  void ApplyNewConfig() {
+  // Whether the configuration file was read again and put in force.
+  bool ReloadConfiguration() {
     Result<config::Config> next = config::LoadConfig(path_);
     if (!next.ok()) {
       spdlog::error("reload refused, the running configuration stays: {}", next.status().message());
-      return;
+      return false;
     }
     if (!SameFixedParts(gateway_->Current()->config, *next)) {
       spdlog::error(
-          "reload refused: listen addresses, threads, limits, timeouts, the upstream and the store "
-          "need a restart");
-      return;
+          "reload refused: listen addresses, threads, limits, timeouts, the upstream, the store "
+          "and "
+          "the access log need a restart");
+      return false;
     }
     std::shared_ptr<const rls::DescriptorMatcher> descriptors;
     if (next->rls) {
@@ -246,7 +260,7 @@ class Service {
       if (!loaded.ok()) {
         spdlog::error("reload refused, the running configuration stays: {}",
                       loaded.status().message());
-        return;
+        return false;
       }
       descriptors = *loaded;
     }
@@ -256,15 +270,16 @@ class Service {
       if (Status s = store_.credentials->Reload(); !s.ok()) {
         spdlog::error("reload refused, the running configuration and credentials stay: {}",
                       s.message());
-        return;
+        return false;
       }
     }
     if (Status s = gateway_->Apply(std::move(next).value()); !s.ok()) {
       spdlog::error("reload refused, the running configuration stays: {}", s.message());
-      return;
+      return false;
     }
     if (rls_) rls_->Apply(std::move(descriptors), gateway_->Current()->config);
     spdlog::info("reloaded {}", path_);
+    return true;
   }
 
   // Stops accepting, lets requests in flight finish within the drain timeout, then stops.
@@ -333,6 +348,7 @@ class Service {
   std::chrono::steady_clock::time_point flush_deadline_;
   std::unique_ptr<http::Gateway> gateway_;
   std::unique_ptr<rls::FrontEnd> rls_;
+  std::shared_ptr<http::AccessLog> access_log_;  // null without `access_log`
   asio::signal_set signals_;
   asio::steady_timer watch_timer_{loops_[0]};
   bool stopping_watch_ = false;  // read and written on loop 0, as the timer is

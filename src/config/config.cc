@@ -394,7 +394,7 @@ DebugTopConfig ParseDebugTop(const YamlField& f) {
 // its descriptors move together.
 RlsConfig ParseRls(const YamlField& f, const std::string& source, FailurePolicy failure) {
   f.ExpectMap({"listen", "json_listen", "config", "failure", "response_headers", "policy",
-               "over_limit_cache", "quota_mode"});
+               "over_limit_cache", "quota_mode", "near_limit_ratio"});
   RlsConfig rls;
   rls.failure = failure == FailurePolicy::kOpen ? RlsFailure::kOpen : RlsFailure::kClosed;
   if (f.Has("listen")) rls.listen = f["listen"].Check(ParseEndpoint(f["listen"].String()));
@@ -426,7 +426,24 @@ RlsConfig ParseRls(const YamlField& f, const std::string& source, FailurePolicy 
   if (f.Has("over_limit_cache"))
     rls.over_limit_cache_keys = OverLimitCacheKeys(f["over_limit_cache"]);
   if (f.Has("quota_mode")) rls.quota_mode = f["quota_mode"].Bool();
+  if (f.Has("near_limit_ratio")) rls.near_limit_ratio = f["near_limit_ratio"].Fraction(0, 1);
   return rls;
+}
+
+AccessLogConfig ParseAccessLog(const YamlField& f) {
+  f.ExpectMap({"path", "format", "buffer_lines"});
+  AccessLogConfig log;
+  if (!f.Has("path")) f.Fail("needs a path");
+  log.path = f["path"].String();
+  if (log.path.empty()) f["path"].Fail("must not be empty");
+  if (f.Has("format")) {
+    log.format = f["format"].OneOf({"json", "text"}) == "json" ? AccessLogConfig::Format::kJson
+                                                               : AccessLogConfig::Format::kText;
+  }
+  if (f.Has("buffer_lines")) {
+    log.buffer_lines = static_cast<size_t>(f["buffer_lines"].Integer(1, 10'000'000));
+  }
+  return log;
 }
 
 Config Parse(const YamlField& root, const std::string& source) {
@@ -437,7 +454,7 @@ Config Parse(const YamlField& root, const std::string& source) {
                   "key_prefix",       "hash_tag_values",  "max_body_bytes",
                   "max_header_bytes", "header_timeout",   "drain_timeout",
                   "max_connections",  "over_limit_cache", "rls",
-                  "debug_top"});
+                  "debug_top", "near_limit_ratio", "access_log"});
   Config config;
   config.source = source;
   auto endpoint = [&](const char* name) {
@@ -488,6 +505,10 @@ Config Parse(const YamlField& root, const std::string& source) {
   if (root.Has("max_connections")) {
     config.max_connections = static_cast<size_t>(root["max_connections"].Integer(1, 1'000'000));
   }
+  if (root.Has("near_limit_ratio")) {
+    config.near_limit_ratio = root["near_limit_ratio"].Fraction(0, 1);
+  }
+  if (root.Has("access_log")) config.access_log = ParseAccessLog(root["access_log"]);
   if (root.Has("rls")) config.rls = ParseRls(root["rls"], source, config.failure);
   if (root.Has("debug_top")) config.debug_top = ParseDebugTop(root["debug_top"]);
   if (root.Has("rules")) {

@@ -70,6 +70,17 @@ struct DebugTopConfig {
   bool operator==(const DebugTopConfig&) const = default;
 };
 
+// The optional access log: a line per request, written off the request path.
+struct AccessLogConfig {
+  enum class Format { kJson, kText };
+  std::string path;
+  Format format = Format::kJson;
+  // Lines waiting for the writer at most; more are dropped (and counted) rather than wait.
+  size_t buffer_lines = 65536;
+
+  bool operator==(const AccessLogConfig&) const = default;
+};
+
 struct Config {
   std::string source;  // the file it came from, for messages
   Endpoint listen{"0.0.0.0", 8080};
@@ -93,6 +104,10 @@ struct Config {
   std::chrono::milliseconds drain_timeout{10000};   // on SIGTERM, for requests in flight
   size_t max_connections = 4096;     // per listener; more are closed as soon as accepted
   size_t over_limit_cache_keys = 0;  // 0: no over-limit cache
+  // A rule's tokens count as near its limit once more than this share of its capacity is used
+  // (sluice_near_limit_total).
+  double near_limit_ratio = 0.8;
+  std::optional<AccessLogConfig> access_log;  // none: no access log
   std::vector<Rule> rules;
   std::optional<RlsConfig> rls;  // Envoy's rate limit service API, when configured
   DebugTopConfig debug_top;

@@ -43,6 +43,9 @@ struct RlsConfig {
   // it, at most this many remembered; 0: off.
   size_t over_limit_cache_keys = 0;
   bool quota_mode = false;  // every limit in quota mode
+  // A limit's hits count as near it once more than this share of it is used
+  // (sluice_rls_near_limit_total), as envoyproxy/ratelimit's NEAR_LIMIT_RATIO.
+  double near_limit_ratio = 0.8;
 
   bool operator==(const RlsConfig&) const = default;
 };

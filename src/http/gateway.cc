@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <nlohmann/json.hpp>
 
@@ -82,6 +83,21 @@ std::optional<std::string_view> FindHeader(const HttpRequest& request, std::stri
 
 std::string_view PathOf(std::string_view target) { return target.substr(0, target.find('?')); }
 
+// Whether `query` ("" or "?..." after a path) is one a URL may carry: every '%' followed by two
+// hex digits, no control characters.
+bool WellFormedQuery(std::string_view query) {
+  for (size_t i = 0; i < query.size(); ++i) {
+    const auto c = static_cast<unsigned char>(query[i]);
+    if (c < 0x20 || c == 0x7f) return false;
+    if (c == '%' &&
+        (i + 2 >= query.size() || !std::isxdigit(static_cast<unsigned char>(query[i + 1])) ||
+         !std::isxdigit(static_cast<unsigned char>(query[i + 2])))) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // 429 for a rate limit; 503 when the store could not be asked and the policy is to fail closed.
 bhttp::status RejectionStatus(const Decision& decision) {
   return decision.checked ? bhttp::status::too_many_requests : bhttp::status::service_unavailable;
@@ -156,6 +172,20 @@ HttpResponse Refusal(const Decision& decision, const Snapshot& snapshot, unsigne
   return response;
 }
 
+// The client as the access log names it: the address the rules count (forwarding headers of
+// trusted proxies read), else the connection's peer.
+std::string_view ClientOf(const Request& attributes, const Peer& peer) {
+  const std::string* ip = attributes.Find("ip");
+  return ip != nullptr ? std::string_view(*ip) : std::string_view(peer.text);
+}
+
+// What the access log says of a decision.
+std::string_view DecisionName(const Decision& decision) {
+  if (decision.error.code() == StatusCode::kInvalidArgument) return "invalid";
+  if (!decision.checked) return decision.allowed ? "failure_allowed" : "failure_rejected";
+  return decision.allowed ? "allowed" : "rejected";
+}
+
 }  // namespace
 
 std::string DecisionJson(const Decision& decision, const std::vector<Rule>& rules) {
@@ -195,6 +225,22 @@ void Gateway::LogShadowRejections(const Decision& decision, const std::vector<Ru
                    v.retry_ms);
     }
   }
+}
+
+void Gateway::LogAccess(std::string_view client, std::string_view method, std::string_view path,
+                        unsigned status, const Decision& decision, const std::vector<Rule>& rules,
+                        double store_seconds) const {
+  AccessEntry entry;
+  entry.time =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  entry.client = client;
+  entry.method = method;
+  entry.path = path;
+  entry.status = status;
+  entry.decision = DecisionName(decision);
+  if (decision.rejecting) entry.rule = rules[decision.verdicts[*decision.rejecting].rule].name;
+  entry.store_seconds = store_seconds;
+  access_log_->Write(entry);
 }
 
 Gateway::Gateway(std::vector<std::shared_ptr<Store>> stores, std::function<bool()> ready)
@@ -248,17 +294,23 @@ std::shared_ptr<const Snapshot> Gateway::Current() const {
   return current_;
 }
 
-void Gateway::SetGauges(std::function<std::vector<std::pair<std::string, double>>()> gauges) {
+void Gateway::SetGauges(std::function<std::vector<GaugeValue>()> gauges) {
   gauges_ = std::move(gauges);
 }
 
 void Gateway::SetMoreMetrics(std::function<std::string()> text) { more_metrics_ = std::move(text); }
 
-Awaitable<Decision> Gateway::Decide(const Snapshot& snapshot, const Request& request, size_t loop) {
+Awaitable<Decision> Gateway::Decide(const Snapshot& snapshot, const Request& request, size_t loop,
+                                    double* seconds) {
   const auto start = Clock::now();
   Decision decision = co_await snapshot.limiters[loop]->AsyncCheck(request, kUseAwaitable);
-  metrics_.RecordDecision(decision, snapshot.rule_counters,
-                          std::chrono::duration<double>(Clock::now() - start).count());
+  const double took = std::chrono::duration<double>(Clock::now() - start).count();
+  if (seconds != nullptr) *seconds = took;
+  const std::vector<Rule>& rules = snapshot.rules();
+  metrics_.RecordDecision(
+      decision, snapshot.rule_counters,
+      [&](size_t rule) { return request.cost().value_or(rules[rule].cost); },
+      snapshot.config.near_limit_ratio, took);
   if (decision.shadow_rejections > 0) LogShadowRejections(decision, snapshot.rules());
   if (!decision.allowed && decision.checked) RecordRejectedValues(snapshot, request, decision);
   if (!decision.checked && decision.error.code() != StatusCode::kInvalidArgument) {
@@ -293,7 +345,8 @@ Awaitable<HttpResponse> Gateway::CheckJson(const HttpRequest& request, size_t lo
   std::shared_ptr<const Snapshot> snapshot = Current();
   Result<Request> parsed = ParseCheckBody(request.body());
   if (!parsed.ok()) co_return JsonError(bhttp::status::bad_request, parsed.status().message());
-  Decision decision = co_await Decide(*snapshot, *parsed, loop);
+  double store_seconds = 0;
+  Decision decision = co_await Decide(*snapshot, *parsed, loop, &store_seconds);
   if (decision.error.code() == StatusCode::kInvalidArgument) {
     co_return JsonError(bhttp::status::bad_request, decision.error.message());
   }
@@ -301,6 +354,11 @@ Awaitable<HttpResponse> Gateway::CheckJson(const HttpRequest& request, size_t lo
       MakeResponse(decision.allowed ? bhttp::status::ok : RejectionStatus(decision),
                    DecisionJson(decision, snapshot->rules()) + "\n", "application/json");
   AddHeaders(response, decision, *snapshot);
+  if (access_log_) {
+    const std::string* ip = parsed->Find("ip");
+    LogAccess(ip != nullptr ? std::string_view(*ip) : "-", parsed->method(), parsed->path(),
+              response.result_int(), decision, snapshot->rules(), store_seconds);
+  }
   co_return response;
 }
 
@@ -363,10 +421,19 @@ Awaitable<HttpResponse> Gateway::HandleProxy(HttpRequest request, const Peer& pe
   std::shared_ptr<const Snapshot> snapshot = Current();
   const Request attributes = Attributes(*snapshot, request, peer, StdView(request.method_string()),
                                         PathOf(StdView(request.target())));
-  Decision decision = co_await Decide(*snapshot, attributes, loop);
+  double store_seconds = 0;
+  Decision decision = co_await Decide(*snapshot, attributes, loop, &store_seconds);
   if (!decision.allowed || decision.error.code() == StatusCode::kInvalidArgument) {
-    co_return Refusal(decision, *snapshot, request.version());
+    HttpResponse refusal = Refusal(decision, *snapshot, request.version());
+    if (access_log_) {
+      LogAccess(ClientOf(attributes, peer), StdView(request.method_string()),
+                PathOf(StdView(request.target())), refusal.result_int(), decision,
+                snapshot->rules(), store_seconds);
+    }
+    co_return refusal;
   }
+  const std::string method(access_log_ ? StdView(request.method_string()) : std::string_view());
+  const std::string target(access_log_ ? StdView(request.target()) : std::string_view());
   const unsigned version = request.version();
   const bool head = request.method() == bhttp::verb::head;
   PrepareUpstreamRequest(request, peer, snapshot->upstream_authority);
@@ -383,6 +450,10 @@ Awaitable<HttpResponse> Gateway::HandleProxy(HttpRequest request, const Peer& pe
   PrepareClientResponse(response, head);
   response.version(version);
   AddHeaders(response, decision, *snapshot);
+  if (access_log_) {
+    LogAccess(ClientOf(attributes, peer), method, PathOf(target), response.result_int(), decision,
+              snapshot->rules(), store_seconds);
+  }
   co_return response;
 }
 
@@ -394,7 +465,8 @@ Awaitable<HttpResponse> Gateway::CheckAuthRequest(const HttpRequest& request, co
   const std::string_view uri = FindHeader(request, "X-Original-URI").value_or("");
   Request attributes = Attributes(
       *snapshot, request, peer, FindHeader(request, "X-Original-Method").value_or(""), PathOf(uri));
-  Decision decision = co_await Decide(*snapshot, attributes, loop);
+  double store_seconds = 0;
+  Decision decision = co_await Decide(*snapshot, attributes, loop, &store_seconds);
   if (decision.error.code() == StatusCode::kInvalidArgument) {
     co_return MakeResponse(bhttp::status::bad_request, decision.error.message() + "\n");
   }
@@ -407,14 +479,29 @@ Awaitable<HttpResponse> Gateway::CheckAuthRequest(const HttpRequest& request, co
   }
   HttpResponse response = MakeResponse(status, "");
   AddHeaders(response, decision, *snapshot);
+  if (access_log_) {
+    LogAccess(ClientOf(attributes, peer), FindHeader(request, "X-Original-Method").value_or(""),
+              PathOf(uri), response.result_int(), decision, snapshot->rules(), store_seconds);
+  }
   co_return response;
 }
 
 std::string Gateway::MetricsText() const {
-  std::string text =
-      metrics_.Render(gauges_ ? gauges_() : std::vector<std::pair<std::string, double>>{});
+  std::vector<StoreNodeStatus> nodes;
+  for (size_t i = 0; i < stores_.size(); ++i) {
+    if (i > 0 && stores_[i] == stores_[i - 1]) continue;  // one store shared by every loop
+    for (StoreNodeStatus& node : stores_[i]->Nodes()) nodes.push_back(std::move(node));
+  }
+  std::string text = metrics_.Render(gauges_ ? gauges_() : std::vector<GaugeValue>{}, nodes);
   if (const auto& local = Current()->local_counts) {
     text += Metrics::RenderLocalCounting(local->Stats());
+  }
+  if (access_log_) {
+    RenderFamily(text, "sluice_access_log_dropped_lines_total",
+                 "Access log lines dropped because the writer's queue was full.",
+                 {{"", access_log_->Dropped()}});
+    RenderFamily(text, "sluice_access_log_write_errors_total",
+                 "Failed writes to the access log file.", {{"", access_log_->WriteErrors()}});
   }
   if (more_metrics_) text += more_metrics_();
   return text;
@@ -422,7 +509,10 @@ std::string Gateway::MetricsText() const {
 
 Awaitable<HttpResponse> Gateway::HandleAdmin(HttpRequest request, const Peer& /*peer*/,
                                              size_t /*loop*/) {
-  const std::string_view target = StdView(request.target());
+  const std::string_view target = PathOf(StdView(request.target()));
+  if (!WellFormedQuery(StdView(request.target()).substr(target.size()))) {
+    co_return MakeResponse(bhttp::status::bad_request, "malformed query string\n");
+  }
   if (target == "/healthz") co_return MakeResponse(bhttp::status::ok, "ok\n");
   if (target == "/readyz") {
     const bool ready = ready_();

@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "config/config.h"
+#include "http/access_log.h"
 #include "http/metrics.h"
 #include "http/rejected_values.h"
 #include "http/server.h"
@@ -71,7 +72,11 @@ class Gateway {
   Metrics& metrics() { return metrics_; }
 
   // Extra gauges for /metrics, such as requests in flight, filled in by whoever runs servers.
-  void SetGauges(std::function<std::vector<std::pair<std::string, double>>()> gauges);
+  void SetGauges(std::function<std::vector<GaugeValue>()> gauges);
+
+  // Where a line per proxied or checked request goes; null (the default): nowhere. Set before
+  // the servers start.
+  void SetAccessLog(std::shared_ptr<AccessLog> log) { access_log_ = std::move(log); }
 
   // Families of other front ends (the rate limit service's), as Prometheus text, for /metrics.
   void SetMoreMetrics(std::function<std::string()> text);
@@ -85,8 +90,15 @@ class Gateway {
   void SampleStatus();
 
  private:
-  // Checks `request` with the snapshot's limiter and records it in the metrics.
-  Awaitable<Decision> Decide(const Snapshot& snapshot, const Request& request, size_t loop);
+  // Checks `request` with the snapshot's limiter and records it in the metrics; `seconds`, when
+  // given, gets how long the check took.
+  Awaitable<Decision> Decide(const Snapshot& snapshot, const Request& request, size_t loop,
+                             double* seconds = nullptr);
+
+  // The access log's line for a request answered `status`, when there is an access log.
+  void LogAccess(std::string_view client, std::string_view method, std::string_view path,
+                 unsigned status, const Decision& decision, const std::vector<Rule>& rules,
+                 double store_seconds) const;
 
   void LogShadowRejections(const Decision& decision, const std::vector<Rule>& rules);
 
@@ -119,7 +131,8 @@ class Gateway {
   std::vector<std::unique_ptr<UpstreamPool>> upstreams_;
   mutable std::mutex mutex_;
   std::shared_ptr<const Snapshot> current_;
-  std::function<std::vector<std::pair<std::string, double>>()> gauges_;
+  std::function<std::vector<GaugeValue>()> gauges_;
+  std::shared_ptr<AccessLog> access_log_;
   std::function<std::string()> more_metrics_;
   Metrics metrics_;
   std::shared_ptr<TopRejected> top_rejected_ = std::make_shared<TopRejected>();

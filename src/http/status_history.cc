@@ -19,14 +19,14 @@ double Rate(uint64_t before, uint64_t after, int64_t seconds) {
 }
 
 // The upper bound of the bucket in which the `q` quantile of `counts` falls.
-double Quantile(const std::array<uint64_t, kHistogramBuckets>& counts, uint64_t total, double q) {
+double Quantile(const decltype(LatencyCounts::buckets)& counts, uint64_t total, double q) {
   const auto rank = static_cast<uint64_t>(q * static_cast<double>(total));
   uint64_t cumulative = 0;
   for (size_t i = 0; i < counts.size(); ++i) {
     cumulative += counts[i];
     if (cumulative > rank) {
-      return i < LatencyHistogram::kBounds.size() ? LatencyHistogram::kBounds[i]
-                                                  : std::numeric_limits<double>::infinity();
+      return i < LatencyCounts::kBounds.size() ? LatencyCounts::kBounds[i]
+                                               : std::numeric_limits<double>::infinity();
     }
   }
   return 0;
@@ -72,7 +72,7 @@ RecentLatency StatusHistory::Recent(int64_t seconds) const {
     return s.second >= newest.second - seconds;
   });
   if (oldest == samples_.end() || &*oldest == &newest) return recent;
-  std::array<uint64_t, kHistogramBuckets> counts{};
+  decltype(LatencyCounts::buckets) counts{};
   for (size_t i = 0; i < counts.size(); ++i) {
     const uint64_t a = oldest->check_latency.buckets[i];
     const uint64_t b = newest.check_latency.buckets[i];
@@ -83,10 +83,9 @@ RecentLatency StatusHistory::Recent(int64_t seconds) const {
     recent.store_errors = newest.store_errors - oldest->store_errors;
   }
   if (recent.checks == 0) return recent;
-  const uint64_t a = oldest->check_latency.sum_micros;
-  const uint64_t b = newest.check_latency.sum_micros;
-  recent.mean_s =
-      b >= a ? static_cast<double>(b - a) / 1e6 / static_cast<double>(recent.checks) : 0;
+  const double a = oldest->check_latency.sum_seconds;
+  const double b = newest.check_latency.sum_seconds;
+  recent.mean_s = b >= a ? (b - a) / static_cast<double>(recent.checks) : 0;
   recent.p50_s = Quantile(counts, recent.checks, 0.5);
   recent.p99_s = Quantile(counts, recent.checks, 0.99);
   return recent;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "http/metrics.h"
+#include "sluice/latency_histogram.h"
 
 namespace sluice::http {
 
@@ -27,7 +28,7 @@ struct CounterSample {
   int64_t second = 0;
   std::vector<std::pair<std::string, RuleCounts>> rules;
   uint64_t store_errors = 0;
-  HistogramCounts check_latency;
+  LatencyCounts check_latency;
 };
 
 // A rule's rates between two samples, per second.

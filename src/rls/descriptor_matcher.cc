@@ -10,6 +10,18 @@ size_t Literals(std::string_view pattern) {
   return pattern.size() - static_cast<size_t>(std::count(pattern.begin(), pattern.end(), '*'));
 }
 
+void VisitLimits(const std::string& domain, const std::string& parent,
+                 const std::vector<DescriptorNode>& nodes,
+                 const std::function<void(const std::string&, const std::string&,
+                                          const RateLimitPolicy&)>& each) {
+  for (const DescriptorNode& node : nodes) {
+    std::string path = parent.empty() ? node.key : parent + "." + node.key;
+    if (!node.value.empty()) path += "_" + node.value;
+    if (node.rate_limit && !node.rate_limit->unlimited) each(domain, path, *node.rate_limit);
+    VisitLimits(domain, path, node.descriptors, each);
+  }
+}
+
 }  // namespace
 
 // Greedy with one backtrack point: a later '*' makes the earlier ones' choices final, so no
@@ -88,6 +100,13 @@ DescriptorMatcher::~DescriptorMatcher() = default;
 
 bool DescriptorMatcher::HasDomain(std::string_view domain) const {
   return roots_.find(domain) != roots_.end();
+}
+
+void DescriptorMatcher::ForEachLimit(
+    const std::function<void(const std::string&, const std::string&, const RateLimitPolicy&)>& each)
+    const {
+  for (const DomainConfig& domain : domains_)
+    VisitLimits(domain.domain, "", domain.descriptors, each);
 }
 
 std::optional<Match> DescriptorMatcher::Find(std::string_view domain,

@@ -3,6 +3,7 @@
 // the node the last entry reaches.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -40,6 +41,13 @@ class DescriptorMatcher {
   DescriptorMatcher& operator=(const DescriptorMatcher&) = delete;
 
   bool HasDomain(std::string_view domain) const;
+
+  // Calls `each` with every configured limit that counts (unlimited ones do not), its domain,
+  // and its descriptor path as envoyproxy/ratelimit names it in its statistics: the nodes from
+  // the root, each "key" or "key_value" (the configured value, a wildcard pattern as written),
+  // joined by '.'. Never a request's value.
+  void ForEachLimit(const std::function<void(const std::string& domain, const std::string& path,
+                                             const RateLimitPolicy& limit)>& each) const;
 
   // At each level the most specific node wins: key and value, then the wildcard pattern with the
   // most characters other than '*' (the first in the file among equals), then the key alone;

@@ -18,7 +18,7 @@ ServiceOptions FrontEnd::OptionsOf(const config::Config& config) {
   }
   cache_keys_ = rls.over_limit_cache_keys;
   return {config.key_prefix, rls.failure,    rls.response_headers, rls.policy,
-          over_limit_cache_, rls.quota_mode, top_rejected_};
+          over_limit_cache_, rls.quota_mode, rls.near_limit_ratio, top_rejected_};
 }
 
 Result<std::shared_ptr<const DescriptorMatcher>> LoadMatcher(const config::RlsConfig& rls) {
@@ -78,14 +78,7 @@ void FrontEnd::Close() {
 
 bool FrontEnd::ShutDown() const { return !grpc_ || grpc_->ShutDown(); }
 
-std::string FrontEnd::MetricsText() const {
-  return fmt::format(
-      "# HELP sluice_rls_over_limit_with_local_cache_total Descriptors of rate limit service "
-      "calls answered OVER_LIMIT by the over-limit cache, their hits not sent to the store.\n"
-      "# TYPE sluice_rls_over_limit_with_local_cache_total counter\n"
-      "sluice_rls_over_limit_with_local_cache_total {}\n",
-      service_->Stats().over_limit_with_local_cache);
-}
+std::string FrontEnd::MetricsText() const { return service_->MetricsText(); }
 
 size_t FrontEnd::InFlight() const { return service_->InFlight() + (json_ ? json_->InFlight() : 0); }
 

@@ -202,7 +202,8 @@ Result<Plan> PlanRequest(const DescriptorMatcher& matcher, const RateLimitReques
     PlannedDescriptor& planned = plan.descriptors[i];
     std::optional<RateLimitPolicy> own_limit = OwnLimit(descriptor);
     if (own_limit && matcher.HasDomain(request.domain())) {
-      planned = {Kind::kLimited, *own_limit, false, quota_mode, std::nullopt, {}};
+      planned = {Kind::kLimited, *own_limit, false, quota_mode, std::nullopt, {},
+                 nullptr,          CostOf(descriptor, request)};
       own[i] = true;
       for (const auto& entry : descriptor.entries())
         counted[i].emplace_back(entry.key(), entry.value());
@@ -211,6 +212,8 @@ Result<Plan> PlanRequest(const DescriptorMatcher& matcher, const RateLimitReques
       planned.limit = *match->limit;
       planned.shadow = match->shadow_mode;
       planned.quota_mode = quota_mode || match->quota_mode;
+      planned.configured = match->limit;
+      planned.hits = CostOf(descriptor, request);
       counted[i] = std::move(match->counted);
     }
   }
@@ -227,7 +230,7 @@ Result<Plan> PlanRequest(const DescriptorMatcher& matcher, const RateLimitReques
     BucketOp op;
     op.key = std::move(key).value();
     op.limit = {per_period, per_period, planned.limit.PeriodMs()};
-    op.cost = CostOf(request.descriptors(i), request);
+    op.cost = planned.hits;
     op.debt = true;
     op.enforced = !planned.shadow && !planned.quota_mode;
     planned.op = plan.ops.size();

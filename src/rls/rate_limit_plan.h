@@ -30,6 +30,10 @@ struct PlannedDescriptor {
   std::optional<size_t> op;  // for kLimited with requests_per_unit > 0: its bucket operation
   // For kLimited: the entries counted (key and value, or the pattern a shared bucket counts).
   std::vector<std::pair<std::string, std::string>> counted;
+  // For kLimited: the configuration's limit it matched, null for the descriptor's own; for
+  // statistics.
+  const RateLimitPolicy* configured = nullptr;
+  int64_t hits = 0;  // for kLimited: what the descriptor asks to count
 };
 
 // A call's bucket operations: one per limited descriptor, in the descriptors' order, each taking

@@ -1,8 +1,10 @@
 #include "rls/service.h"
 
 #include <chrono>
+#include <algorithm>
 #include <optional>
 
+#include "http/metrics.h"
 #include "rls/call_charging.h"
 
 namespace sluice::rls {
@@ -14,7 +16,14 @@ Service::Service(std::vector<std::shared_ptr<Store>> stores,
 }
 
 void Service::Apply(std::shared_ptr<const DescriptorMatcher> matcher, ServiceOptions options) {
-  auto next = std::make_shared<const Snapshot>(Snapshot{std::move(matcher), std::move(options)});
+  auto next = std::make_shared<Snapshot>(Snapshot{std::move(matcher), std::move(options), {}, {}});
+  next->matcher->ForEachLimit(
+      [&](const std::string& domain, const std::string& path, const RateLimitPolicy& limit) {
+        next->counters[&limit] = limit_stats_.For(domain, limit.name.empty() ? path : limit.name);
+        if (!next->own_limits.contains(domain)) {
+          next->own_limits[domain] = limit_stats_.For(domain, kRequestLimitLabel);
+        }
+      });
   const std::lock_guard lock(mutex_);
   current_ = std::move(next);
 }
@@ -136,6 +145,68 @@ void Answer(const Plan& plan, const CacheSplit& split, const ServiceOptions& opt
 
 ServiceStats Service::Stats() const { return {cache_answers_.load(std::memory_order_relaxed)}; }
 
+std::vector<LimitCounters*> Service::CountersOf(const Snapshot& snapshot, const Plan& plan,
+                                                std::string_view domain) {
+  std::vector<LimitCounters*> counters(plan.descriptors.size());
+  for (size_t i = 0; i < plan.descriptors.size(); ++i) {
+    const PlannedDescriptor& p = plan.descriptors[i];
+    if (p.kind != PlannedDescriptor::Kind::kLimited) continue;
+    if (p.configured == nullptr) {
+      auto it = snapshot.own_limits.find(domain);
+      if (it != snapshot.own_limits.end()) counters[i] = it->second;
+    } else if (auto it = snapshot.counters.find(p.configured); it != snapshot.counters.end()) {
+      counters[i] = it->second;
+    }
+  }
+  return counters;
+}
+
+void Service::Count(const Snapshot& snapshot, const Plan& plan, std::string_view domain,
+                    const std::vector<std::optional<size_t>>& sent_at,
+                    const Result<std::vector<BucketReply>>& replies) {
+  const std::vector<LimitCounters*> counters = CountersOf(snapshot, plan, domain);
+  if (replies.ok()) {
+    return CountCall(plan, counters, sent_at, *replies, snapshot.options.near_limit_ratio);
+  }
+  if (replies.status().code() == StatusCode::kInvalidArgument) return;
+  CountUnchecked(plan, counters);
+  call_store_errors_[static_cast<size_t>(replies.status().code())].fetch_add(
+      1, std::memory_order_relaxed);
+  switch (snapshot.options.failure) {
+    case config::RlsFailure::kOpen:
+      failure_allowed_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case config::RlsFailure::kClosed:
+      failure_rejected_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case config::RlsFailure::kError:
+      failure_error_.fetch_add(1, std::memory_order_relaxed);
+      break;
+  }
+}
+
+std::string Service::MetricsText() const {
+  std::string out = limit_stats_.Render();
+  auto get = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  http::RenderFamily(out, "sluice_rls_failure_policy_total",
+                     "Rate limit service calls rls.failure answered while the store could not: "
+                     "OK, OVER_LIMIT, or an error.",
+                     {{R"(decision="allowed")", get(failure_allowed_)},
+                      {R"(decision="rejected")", get(failure_rejected_)},
+                      {R"(decision="error")", get(failure_error_)}});
+  http::Series errors;
+  for (size_t code = 1; code < call_store_errors_.size(); ++code) {
+    const auto status = static_cast<StatusCode>(code);
+    if (status == StatusCode::kInvalidArgument) continue;  // the call's fault, not the store's
+    std::string label = StatusCodeName(status);
+    std::replace(label.begin(), label.end(), ' ', '_');
+    errors.emplace_back("code=\"" + label + "\"", get(call_store_errors_[code]));
+  }
+  http::RenderFamily(out, "sluice_rls_store_errors_total",
+                     "Rate limit service calls the store could not answer, by the reason.", errors);
+  return out;
+}
+
 void Service::ShouldRateLimit(const RateLimitRequest& request, ResponseCallback done) {
   auto snapshot = Current();
   const ServiceOptions& options = snapshot->options;
@@ -143,17 +214,24 @@ void Service::ShouldRateLimit(const RateLimitRequest& request, ResponseCallback 
       PlanRequest(*snapshot->matcher, request, options.key_prefix, options.quota_mode);
   if (!planned.ok()) return done(planned.status());
   auto plan = std::make_shared<Plan>(std::move(planned).value());
-  if (plan->ops.empty()) return done(Respond(*plan, {}, options.response_headers));
+  if (plan->ops.empty()) {
+    Count(*snapshot, *plan, request.domain(), {}, std::vector<BucketReply>{});
+    return done(Checked(*plan, {}, options));
+  }
   auto split = std::make_shared<CacheSplit>(SplitByCache(*plan, options));
   cache_answers_.fetch_add(split->answered, std::memory_order_relaxed);
-  if (split->sent.empty()) return done(Checked(*plan, split->replies, options));
+  if (split->sent.empty()) {
+    Count(*snapshot, *plan, request.domain(), split->sent_at, std::vector<BucketReply>{});
+    return done(Checked(*plan, split->replies, options));
+  }
   std::shared_ptr<Store> store =
       stores_[next_store_.fetch_add(1, std::memory_order_relaxed) % stores_.size()];
   in_flight_.fetch_add(1, std::memory_order_relaxed);
   std::vector<BucketOp> sent = split->sent;
   ChargeCall(std::move(store), options.policy, std::move(sent),
-             [this, plan, split, snapshot,
+             [this, plan, split, snapshot, domain = request.domain(),
               done = std::move(done)](Result<std::vector<BucketReply>> replies) {
+               Count(*snapshot, *plan, domain, split->sent_at, replies);
                Answer(*plan, *split, snapshot->options, std::move(replies), store_errors_, done);
                // Last: a drain that sees no call in flight may stop the loops.
                in_flight_.fetch_sub(1, std::memory_order_relaxed);

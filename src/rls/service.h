@@ -2,12 +2,15 @@
 // and the failure policy. The gRPC server and the JSON handler both call it.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -19,6 +22,7 @@
 #include "http/rejected_values.h"
 #include "http/throttled_log.h"
 #include "rls/descriptor_matcher.h"
+#include "rls/limit_stats.h"
 #include "rls/rate_limit_plan.h"
 #include "sluice/status.h"
 #include "sluice/store.h"
@@ -34,7 +38,8 @@ struct ServiceOptions {
   // Buckets known to be in debt, answered OVER_LIMIT without a store call (their hits not
   // sent) until they are out of it; none: every call asks the store.
   std::shared_ptr<OverLimitCache> over_limit_cache;
-  bool quota_mode = false;  // every limit in quota mode
+  bool quota_mode = false;        // every limit in quota mode
+  double near_limit_ratio = 0.8;  // for sluice_rls_near_limit_total
   // Where the descriptor values over their limits are counted, for /debug/top; none: nowhere.
   std::shared_ptr<http::TopRejected> top_rejected;
 };
@@ -80,11 +85,28 @@ class Service {
 
   ServiceStats Stats() const;
 
+  // The per-limit statistics, the failure setting's decisions and the store's errors, in
+  // Prometheus's text format.
+  std::string MetricsText() const;
+
  private:
   struct Snapshot {
     std::shared_ptr<const DescriptorMatcher> matcher;
     ServiceOptions options;
+    // The counters of each configured limit, and of the limits requests bring, by domain.
+    std::unordered_map<const RateLimitPolicy*, LimitCounters*> counters;
+    std::map<std::string, LimitCounters*, std::less<>> own_limits;
   };
+
+  // The counters of each of the plan's descriptors (null where nothing counts).
+  static std::vector<LimitCounters*> CountersOf(const Snapshot& snapshot, const Plan& plan,
+                                                std::string_view domain);
+
+  // Counts a call in the statistics: `sent_at` gives each plan op's place among those sent to
+  // the store (none: the over-limit cache answered it), `replies` the store's answer to them.
+  void Count(const Snapshot& snapshot, const Plan& plan, std::string_view domain,
+             const std::vector<std::optional<size_t>>& sent_at,
+             const Result<std::vector<BucketReply>>& replies);
 
   std::shared_ptr<const Snapshot> Current() const;
 
@@ -95,6 +117,14 @@ class Service {
   std::atomic<size_t> in_flight_{0};
   std::atomic<uint64_t> cache_answers_{0};
   http::ThrottledLog store_errors_;
+  LimitStats limit_stats_;
+  // Calls the failure setting answered: OK, OVER_LIMIT, or with an error.
+  std::atomic<uint64_t> failure_allowed_{0};
+  std::atomic<uint64_t> failure_rejected_{0};
+  std::atomic<uint64_t> failure_error_{0};
+  // By StatusCode: why the store could not answer a call.
+  std::array<std::atomic<uint64_t>, static_cast<size_t>(StatusCode::kFailedPrecondition) + 1>
+      call_store_errors_{};
 };
 
 }  // namespace sluice::rls

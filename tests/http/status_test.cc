@@ -143,7 +143,7 @@ TEST(StatusHistoryTest, RatesAndRecentLatency) {
     s.check_latency.buckets[0] = fast;  // <= 100 us
     s.check_latency.buckets[6] = slow;  // <= 10 ms
     s.check_latency.count = fast + slow;
-    s.check_latency.sum_micros = fast * 50 + slow * 8'000;
+    s.check_latency.sum_seconds = static_cast<double>(fast * 50 + slow * 8'000) / 1e6;
     return s;
   };
   history.Add(sample(100, 0, 0, 0, 0));

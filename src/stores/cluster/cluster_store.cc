@@ -85,6 +85,17 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
                        [](const auto& store) { return store->Ready(); });
   }
 
+  // The primaries of the slot map in force (and nodes kept while they are up), by address.
+  std::vector<StoreNodeStatus> Nodes() const {
+    std::lock_guard lock(ready_mutex_);
+    std::vector<StoreNodeStatus> nodes;
+    for (size_t i = 0; i < ready_view_.size(); ++i) {
+      nodes.push_back({view_addresses_[i], ready_view_[i]->Ready(),
+                       ready_view_[i]->Nodes().front().round_trips});
+    }
+    return nodes;
+  }
+
   ClusterStoreStats Stats() const {
     auto get = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
     return {reader_ ? reader_->reads() : 0, get(moved_), get(asked_), get(retries_),
@@ -270,13 +281,16 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
     primaries_.store(nodes_.size(), std::memory_order_relaxed);
     std::vector<HostPort> known;
     std::vector<std::shared_ptr<RedisStore>> view;
+    std::vector<std::string> addresses;
     for (const auto& [address, node] : nodes_) {
       view.push_back(node->store);
+      addresses.push_back(address);
       if (auto hp = ParseHostPort(address); hp.ok()) known.push_back(*hp);
     }
     reader_->SetPrimaries(std::move(known));
     std::lock_guard lock(ready_mutex_);
     ready_view_ = std::move(view);
+    view_addresses_ = std::move(addresses);
   }
 
   void Shutdown() {
@@ -286,6 +300,7 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
     nodes_.clear();  // their connections fail what they hold, and those checks then stop here
     std::lock_guard lock(ready_mutex_);
     ready_view_.clear();
+    view_addresses_.clear();
   }
 
   void RequestRefresh() { reader_->Request(); }
@@ -306,6 +321,7 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
 
   mutable std::mutex ready_mutex_;
   std::vector<std::shared_ptr<RedisStore>> ready_view_;
+  std::vector<std::string> view_addresses_;  // ready_view_'s, in its order
 
   std::atomic<uint64_t> moved_{0};
   std::atomic<uint64_t> asked_{0};
@@ -366,6 +382,8 @@ bool ClusterStore::WaitReady(std::chrono::milliseconds timeout) const {
   }
   return true;
 }
+
+std::vector<StoreNodeStatus> ClusterStore::Nodes() const { return impl_->Nodes(); }
 
 ClusterStoreStats ClusterStore::Stats() const { return impl_->Stats(); }
 

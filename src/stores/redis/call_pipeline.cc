@@ -59,6 +59,8 @@ struct CallPipeline::Check {
   std::optional<std::vector<BucketReply>> replies;  // the script's, while WAIT is pending
   int resends = 0;                                  // after NOSCRIPT
   Clock::time_point deadline;
+  Clock::time_point submitted;
+  LatencyHistogram* round_trips = nullptr;  // the pipeline's; answered calls are timed
   bool finished = false;
 
   // The callback goes once called: a finished check can linger (in the deadline queue until
@@ -67,6 +69,9 @@ struct CallPipeline::Check {
   void Finish(Result<std::vector<BucketReply>> result) {
     if (finished) return;
     finished = true;
+    if (result.ok() && round_trips != nullptr) {
+      round_trips->Observe(std::chrono::duration<double>(Clock::now() - submitted).count());
+    }
     StoreCallback callback = std::move(done);
     done = nullptr;
     callback(std::move(result));
@@ -115,7 +120,9 @@ void CallPipeline::Submit(std::vector<BucketOp> ops, const RedisCall& call, Stor
   check->all_or_nothing = call.all_or_nothing;
   check->slot = call.slot;
   check->algorithm = check->ops.front().algorithm;
-  check->deadline = Clock::now() + options_.timeout;
+  check->submitted = Clock::now();
+  check->round_trips = &round_trips_;
+  check->deadline = check->submitted + options_.timeout;
   if (call.deadline) check->deadline = std::min(check->deadline, *call.deadline);
   for (const BucketOp& op : check->ops) {
     check->wait.replicas = std::max(check->wait.replicas, op.wait.replicas);

@@ -52,6 +52,7 @@ class CallPipeline final : public std::enable_shared_from_this<CallPipeline>,
   bool WaitReady(std::chrono::milliseconds timeout) const;
   RedisStoreStats Stats() const;
   std::string LastError() const;
+  LatencyCounts RoundTrips() const { return round_trips_.Counts(); }
 
  private:
   struct Check;
@@ -138,6 +139,7 @@ class CallPipeline final : public std::enable_shared_from_this<CallPipeline>,
   std::atomic<uint64_t> writes_{0};
   std::atomic<uint64_t> timeouts_{0};
   std::atomic<uint64_t> short_waits_{0};
+  LatencyHistogram round_trips_;
 
   // The pipeline's own thread only.
   std::array<std::string, kAlgorithms.size()> script_sha_;  // by algorithm

@@ -59,17 +59,27 @@ std::shared_ptr<redis::CallPipeline> MakePipeline(RedisOptions options,
   return pipeline;
 }
 
+// The server as a metric's label: bounded by the configuration (a sentinel-named master is
+// labelled by its name, whichever server it is now), and never a credential.
+std::string NodeName(const RedisOptions& options) {
+  if (options.sentinel) return "sentinel:" + options.sentinel->master;
+  if (!options.unix_path.empty()) return "unix:" + options.unix_path;
+  const bool ipv6 = options.host.find(':') != std::string::npos;
+  return (ipv6 ? "[" + options.host + "]" : options.host) + ":" + std::to_string(options.port);
+}
+
 }  // namespace
 
 RedisStore::RedisStore(RedisOptions options)
-    : pipeline_(MakePipeline(std::move(options), nullptr, nullptr)) {}
+    : node_(NodeName(options)), pipeline_(MakePipeline(std::move(options), nullptr, nullptr)) {}
 
 RedisStore::RedisStore(RedisOptions options, asio::io_context& io)
-    : pipeline_(MakePipeline(std::move(options), nullptr, &io)) {}
+    : node_(NodeName(options)), pipeline_(MakePipeline(std::move(options), nullptr, &io)) {}
 
 RedisStore::RedisStore(RedisOptions options, std::shared_ptr<RedisCredentials> credentials,
                        asio::io_context* io)
-    : pipeline_(MakePipeline(std::move(options), std::move(credentials), io)) {}
+    : node_(NodeName(options)),
+      pipeline_(MakePipeline(std::move(options), std::move(credentials), io)) {}
 
 RedisStore::~RedisStore() { pipeline_->Stop(); }
 
@@ -126,6 +136,10 @@ bool RedisStore::WaitReady(std::chrono::milliseconds timeout) const {
 }
 
 RedisStoreStats RedisStore::Stats() const { return pipeline_->Stats(); }
+
+std::vector<StoreNodeStatus> RedisStore::Nodes() const {
+  return {{node_, pipeline_->Ready(), pipeline_->RoundTrips()}};
+}
 
 std::string RedisStore::LastError() const { return pipeline_->LastError(); }
 
