@@ -26,7 +26,9 @@ TEST(CheckBodyTest, RefusesWhatIsNotTheForm) {
         R"({"attributes": {}, "cost": 18446744073709551615})"}) {
     Result<Request> request = ParseCheckBody(body);
     EXPECT_FALSE(request.ok()) << body;
-    if (!request.ok()) EXPECT_EQ(request.status().code(), StatusCode::kInvalidArgument) << body;
+    if (!request.ok()) {
+      EXPECT_EQ(request.status().code(), StatusCode::kInvalidArgument) << body;
+    }
   }
 }
 
