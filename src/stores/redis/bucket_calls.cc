@@ -17,6 +17,10 @@ void AppendCodes(std::string& codes, const std::vector<BucketOp>& ops, bool all_
   }
 }
 
+bool IsBucketCallReply(const redisReply& reply, size_t ops) {
+  return reply.type == REDIS_REPLY_ARRAY && reply.elements == kRepliesPerOp * ops;
+}
+
 Result<std::vector<BucketReply>> ParseBucketReplies(const redisReply& reply, size_t offset,
                                                     const std::vector<BucketOp>& ops) {
   const size_t count = ops.size();

@@ -33,6 +33,10 @@ void AppendCodes(std::string& codes, const std::vector<BucketOp>& ops, bool all_
 // took), remaining, retry_ms, and ms until the bucket is full.
 inline constexpr size_t kRepliesPerOp = 4;
 
+// Whether `reply` has the shape of a script call's answer for `ops` ops in all: an array of
+// kRepliesPerOp elements each (which ParseBucketReplies then reads without further bounds).
+bool IsBucketCallReply(const redisReply& reply, size_t ops);
+
 // One check's part of a script call's reply, from element `offset`, kRepliesPerOp for each op
 // in turn; or the server's error when one of the check's keys could not be read.
 Result<std::vector<BucketReply>> ParseBucketReplies(const redisReply& reply, size_t offset,

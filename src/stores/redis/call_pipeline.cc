@@ -524,7 +524,7 @@ void CallPipeline::OnBucketReply(const Pending& p, const redisReply& reply) {
     if (IsReadOnly(error)) link_.Drop(link_.Where() + " is read-only now: " + std::string(error));
     return;
   }
-  if (reply.type != REDIS_REPLY_ARRAY || reply.elements != kRepliesPerOp * count) {
+  if (!IsBucketCallReply(reply, count)) {
     return FinishEach(p.checks, Status::StoreError("unexpected reply to the bucket script"));
   }
   size_t offset = 0;
