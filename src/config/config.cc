@@ -454,7 +454,7 @@ Config Parse(const YamlField& root, const std::string& source) {
                   "key_prefix",       "hash_tag_values",  "max_body_bytes",
                   "max_header_bytes", "header_timeout",   "drain_timeout",
                   "max_connections",  "over_limit_cache", "rls",
-                  "debug_top", "near_limit_ratio", "access_log"});
+                  "debug_top",        "near_limit_ratio", "access_log"});
   Config config;
   config.source = source;
   auto endpoint = [&](const char* name) {

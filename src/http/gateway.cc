@@ -237,9 +237,9 @@ Status Gateway::Apply(config::Config config) {
   std::vector<RejectedValues*> rejected_values;
   for (const Rule& rule : limiters.front()->rules())
     rejected_values.push_back(top_rejected_->ForRule(rule.name));
-  auto snapshot = std::make_shared<Snapshot>(Snapshot{
-      std::move(config), std::move(limiters), std::move(counters), local_counts, reports_costs,
-      std::move(upstream_authority), std::move(rejected_values)});
+  auto snapshot = std::make_shared<Snapshot>(
+      Snapshot{std::move(config), std::move(limiters), std::move(counters), local_counts,
+               reports_costs, std::move(upstream_authority), std::move(rejected_values)});
   std::shared_ptr<const Snapshot> old;  // goes after the lock, with the last check using it
   std::lock_guard lock(mutex_);
   old = std::exchange(current_, std::move(snapshot));

@@ -202,8 +202,8 @@ Result<Plan> PlanRequest(const DescriptorMatcher& matcher, const RateLimitReques
     PlannedDescriptor& planned = plan.descriptors[i];
     std::optional<RateLimitPolicy> own_limit = OwnLimit(descriptor);
     if (own_limit && matcher.HasDomain(request.domain())) {
-      planned = {Kind::kLimited, *own_limit, false, quota_mode, std::nullopt, {},
-                 nullptr,          CostOf(descriptor, request)};
+      planned = {Kind::kLimited, *own_limit, false,   quota_mode,
+                 std::nullopt,   {},         nullptr, CostOf(descriptor, request)};
       own[i] = true;
       for (const auto& entry : descriptor.entries())
         counted[i].emplace_back(entry.key(), entry.value());

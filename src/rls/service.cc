@@ -1,7 +1,7 @@
 #include "rls/service.h"
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <optional>
 
 #include "http/metrics.h"

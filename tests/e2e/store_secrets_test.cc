@@ -41,8 +41,7 @@ std::vector<std::string> Answers(const Gateway& gateway, uint16_t rls_json) {
   keep(gateway.Get("/api/x", {{"X-Api-Key", "ak_1"}}));
   keep(Fetch(gateway.check(), "POST", "/v1/check", {}, R"({"attributes": {"key": "ak_1"}})"));
   keep(Fetch(gateway.check(), "GET", "/v1/auth", {{"X-Api-Key", "ak_1"}}));
-  keep(Fetch(rls_json, "POST", "/json",
-             {{"Content-Type", "application/json"}},
+  keep(Fetch(rls_json, "POST", "/json", {{"Content-Type", "application/json"}},
              R"({"domain": "edge", "descriptors": [{"entries": [{"key": "k", "value": "v"}]}]})"));
   keep(Fetch(gateway.admin(), "GET", "/readyz"));
   keep(Fetch(gateway.admin(), "GET", "/metrics"));
@@ -148,8 +147,8 @@ bool Checked(const Gateway& gateway) {
 
 TEST(StoreSecretsE2eTest, APasswordFileRotatesAtSighup) {
   RedisServer redis({"--requirepass", "first-password"});
-  const std::string file = std::filesystem::temp_directory_path() /
-                           ("sluice-password-" + std::to_string(redis.port()));
+  const std::string file =
+      std::filesystem::temp_directory_path() / ("sluice-password-" + std::to_string(redis.port()));
   std::ofstream(file) << "first-password\n";
   GatewayOn on("store: {type: redis, url: 'redis://127.0.0.1:" + std::to_string(redis.port()) +
                "', password_file: " + file + ", timeout: 200ms}\n");

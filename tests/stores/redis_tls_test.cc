@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <thread>
 #include <memory>
+#include <thread>
 
 #include "sluice/limiter.h"
 #include "sluice/redis_store.h"
@@ -92,9 +92,9 @@ TEST(RedisTlsTest, AnUnknownCaIsRefusedWithTheReason) {
   options.tls->ca_file = Certificates().other_ca();
   const std::string error = ConnectError(options);
   // OpenSSL names the chain's self-signed root when the server sends it, else the issuer.
-  const bool named = error.find("refused: unable to get local issuer") != std::string::npos ||
-                     error.find("refused: self-signed certificate in certificate chain") !=
-                         std::string::npos;
+  const bool named =
+      error.find("refused: unable to get local issuer") != std::string::npos ||
+      error.find("refused: self-signed certificate in certificate chain") != std::string::npos;
   EXPECT_TRUE(named) << error;
 }
 
@@ -140,8 +140,8 @@ TEST(RedisTlsTest, TheHandshakeCountsWithinTheConnectTimeout) {
   options.connect_timeout = milliseconds(300);
   options.timeout = milliseconds(100);
   RedisStore store(options);
-  auto limiter = Limiter::Create({{"r", "key", "", kTenPerHour, 1}}, {}, std::shared_ptr<Store>(
-                                                                            &store, [](Store*) {}));
+  auto limiter = Limiter::Create({{"r", "key", "", kTenPerHour, 1}}, {},
+                                 std::shared_ptr<Store>(&store, [](Store*) {}));
   ASSERT_TRUE(limiter.ok());
   const auto start = std::chrono::steady_clock::now();
   Decision during = (*limiter)->CheckBlocking({{"key", "k"}});
@@ -165,8 +165,7 @@ TEST(RedisTlsTest, UnreadableCertificatesAreNamedNeverRead) {
                            Certificates().server_key(), "", true};
   credentials = RedisCredentials::Load(options);
   ASSERT_FALSE(credentials.ok());
-  EXPECT_NE(credentials.status().message().find("does not match tls.cert_file"),
-            std::string::npos);
+  EXPECT_NE(credentials.status().message().find("does not match tls.cert_file"), std::string::npos);
   // The store made without credentials reads them itself, and says why it cannot connect: at
   // once to a check, as for a server that is down.
   options.tls->key_file = "/nonexistent/client.key";

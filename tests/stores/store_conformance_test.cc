@@ -71,9 +71,8 @@ MadeStore OnTlsServer() {
 
 MadeStore OnUnixSocket() {
   const std::string path = "/tmp/sluice-test-" + std::to_string(testing::FreePort()) + ".sock";
-  auto server =
-      std::make_shared<RedisServer>(std::vector<std::string>{"--unixsocket", path,
-                                                             "--unixsocketperm", "700"});
+  auto server = std::make_shared<RedisServer>(
+      std::vector<std::string>{"--unixsocket", path, "--unixsocketperm", "700"});
   RedisOptions options = server->Options();
   options.unix_path = path;
   return MakeOn<RedisStore>(server, options, ScriptMode::kFunction);
@@ -483,7 +482,7 @@ TEST_P(StoreConformanceTest, ADebtIsTakenWholeAndRefusesUntilRepaid) {
   ASSERT_TRUE(second.ok()) << second.status().ToString();
   EXPECT_FALSE(second->front().allowed);
   EXPECT_EQ(second->front().remaining, 0);
-  EXPECT_NEAR(second->front().retry_ms, 3'600'000, 1000);   // out of debt in an hour
+  EXPECT_NEAR(second->front().retry_ms, 3'600'000, 1000);  // out of debt in an hour
   EXPECT_NEAR(second->front().reset_ms, 7'200'000, 1000);  // 20 tokens short of full
   auto look = testing::ApplyBlocking(*store_, {{"rl:debt:{a}", kTenPerHour, 0}});
   ASSERT_TRUE(look.ok());
@@ -592,7 +591,9 @@ INSTANTIATE_TEST_SUITE_P(
     Stores, StoreConformanceTest,
     ::testing::Values(
         StoreKind{"Memory", true,
-                  [] { return MadeStore{nullptr, std::make_shared<MemoryStore>()}; }},
+                  [] {
+                    return MadeStore{nullptr, std::make_shared<MemoryStore>()};
+                  }},
         StoreKind{"RedisEvalsha", false, [] { return OnServer(ScriptMode::kEvalsha); }},
         StoreKind{"RedisFunction", false, [] { return OnServer(ScriptMode::kFunction); }},
         StoreKind{"RedisTls", false, OnTlsServer},
