@@ -87,7 +87,7 @@ TEST(MemoryStoreTest, AFloodOfDistinctKeysStaysWithinTheBound) {
   MemoryStore store(clock, kBound);
   const Limit hour{100, 100, 3'600'000};
   EXPECT_TRUE(Take(store, "rl:key:real", 60, hour).allowed);
-  size_t resident_at_bound = 0;
+  [[maybe_unused]] size_t resident_at_bound = 0;
   for (int64_t i = 0; i < kKeys; ++i) {
     Take(store, "rl:key:flood-" + std::to_string(i), 1, hour);
     if (i == kKeys / 10) resident_at_bound = ResidentBytes();
@@ -95,7 +95,9 @@ TEST(MemoryStoreTest, AFloodOfDistinctKeysStaysWithinTheBound) {
   }
   EXPECT_LE(store.BucketCount(), kBound);
   EXPECT_GE(store.Evictions(), static_cast<uint64_t>(kKeys) - kBound);
+#if !defined(__SANITIZE_ADDRESS__)  // ASan's quarantine holds freed memory by design
   EXPECT_LT(static_cast<double>(ResidentBytes()), 1.05 * static_cast<double>(resident_at_bound));
+#endif
   // 60 taken an hour ago at most: 40 left and a little refill, never a fresh 100.
   const BucketReply real = Take(store, "rl:key:real", 0, hour);
   EXPECT_GE(real.remaining, 40);

@@ -32,6 +32,7 @@ RedisClient::RedisClient(uint16_t port) {
   timeval timeout{5, 0};
   context_ = redisConnectWithTimeout("127.0.0.1", port, timeout);
   if (context_ == nullptr || context_->err) {
+    redisFree(context_);  // the destructor does not run when the constructor throws
     throw std::runtime_error("cannot connect to redis-server on port " + std::to_string(port));
   }
   redisSetTimeout(context_, timeout);
