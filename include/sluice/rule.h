@@ -112,6 +112,10 @@ struct Rule {
   // Whether the rule's cost is reported after the work (cost_from_header).
   bool CostReported() const { return !cost_from_header.empty(); }
 
+  // Whether each process counts the rule's requests itself (synced or leased counting), which
+  // needs a LocalCountingStore in front of the shared store.
+  bool CountsLocally() const { return counting.mode != Counting::kShared; }
+
   // The limit for requests whose attribute has `value`: an override, or `limit`.
   const Limit& LimitFor(std::string_view value) const;
 

@@ -2,12 +2,14 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
 #include "config/config.h"
 #include "open_store.h"
 #include "rls/descriptor_config.h"
+#include "sluice/local_counting_store.h"
 #include "sluice/memory_store.h"
 
 namespace sluice::cli {
@@ -40,8 +42,14 @@ int CheckConfig(const std::string& path) {
     fmt::print(stderr, "{}: store: {}\n", path, credentials.status().message());
     return 1;
   }
-  auto limiter =
-      Limiter::Create(c.rules, config::LimiterOptionsOf(c), std::make_shared<MemoryStore>());
+  // The store stands in for the configured one; rules that count locally get local counts in
+  // front of it, as `serve` gives them.
+  std::shared_ptr<Store> store = std::make_shared<MemoryStore>();
+  if (std::any_of(c.rules.begin(), c.rules.end(),
+                  [](const Rule& r) { return r.CountsLocally(); })) {
+    store = std::make_shared<LocalCountingStore>(store);
+  }
+  auto limiter = Limiter::Create(c.rules, config::LimiterOptionsOf(c), store);
   if (!limiter.ok()) {
     fmt::print(stderr, "{}: {}\n", path, limiter.status().message());
     return 1;

@@ -274,9 +274,8 @@ Result<std::unique_ptr<Limiter>> Limiter::Create(std::vector<Rule> rules, Limite
   if (store == nullptr) return Status::InvalidArgument("a limiter needs a store");
   if (Status s = ValidatePrefix(options.key_prefix); !s.ok()) return s;
   if (Status s = ValidateRules(rules); !s.ok()) return s;
-  const bool counts_locally = std::any_of(rules.begin(), rules.end(), [](const Rule& rule) {
-    return rule.counting.mode != Counting::kShared;
-  });
+  const bool counts_locally = std::any_of(rules.begin(), rules.end(),
+                                          [](const Rule& rule) { return rule.CountsLocally(); });
   if (counts_locally && !store->CountsLocally()) {
     return Status::InvalidArgument(
         "synced and leased rules need a LocalCountingStore in front of the shared store");

@@ -217,7 +217,7 @@ Status Gateway::Apply(config::Config config) {
   // connection, syncs and returns through the first loop's.
   std::shared_ptr<LocalCountingStore> local_counts;
   if (std::any_of(config.rules.begin(), config.rules.end(),
-                  [](const Rule& r) { return r.counting.mode != Counting::kShared; })) {
+                  [](const Rule& r) { return r.CountsLocally(); })) {
     local_counts = std::make_shared<LocalCountingStore>(stores_.front());
   }
   for (const std::shared_ptr<Store>& store : stores_) {

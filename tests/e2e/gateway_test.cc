@@ -223,6 +223,8 @@ TEST(GatewayE2eTest, ASyncedGatewaySendsItsCountsWhenItStops) {
                   RedisStore(redis) +
                       "rules:\n  - {name: per-key, key: key, capacity: 100, period: 1h, "
                       "counting: synced, sync_interval: 1h}\n");
+  EXPECT_NE(CheckConfig(gateway.ConfigPath()).find(": ok ("), std::string::npos)
+      << "check-config accepts what serve runs";
   for (int i = 0; i < 10; ++i) {
     EXPECT_EQ(gateway.Get("/", {{"X-Api-Key", "ak_synced"}}).status, 200);
   }

@@ -37,6 +37,15 @@ inline bool WaitUntil(const std::function<bool()>& condition, milliseconds limit
   return false;
 }
 
+// What `sluice check-config` prints for the file at `path`.
+inline std::string CheckConfig(const std::string& path) {
+  const std::string log = path + ".check-config.log";
+  Process check({SLUICE_BINARY, "check-config", path}, log);
+  EXPECT_TRUE(check.Wait(milliseconds(5000)).has_value());
+  std::ifstream in(log);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
 // Runs `start` (which picks free ports and starts a process on them) until `ready` holds. A
 // port found free can be taken by another test's process before this one binds it; the process
 // then exits at once, and is started again on other ports.

@@ -48,15 +48,6 @@ std::vector<std::string> Answers(const Gateway& gateway, uint16_t rls_json) {
   return answers;
 }
 
-// What `sluice check-config` prints for the file at `path`.
-std::string CheckConfig(const std::string& path) {
-  const std::string log = path + ".check-config.log";
-  Process check({SLUICE_BINARY, "check-config", path}, log);
-  EXPECT_TRUE(check.Wait(milliseconds(5000)).has_value());
-  std::ifstream in(log);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
 // A gateway (proxy, check API, RLS on JSON) on `store`, failing closed.
 class GatewayOn {
  public:

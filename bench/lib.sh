@@ -1,0 +1,25 @@
+# Shell helpers the benchmarks share; sourced, never run.
+
+# A loopback TCP port nothing listens on (a guess checked by connecting; good enough for a bench).
+port() {
+  local p=$((20000 + RANDOM % 20000))
+  while (echo >/dev/tcp/127.0.0.1/$p) 2>/dev/null; do p=$((p + 1)); done
+  echo $p
+}
+
+# Waits up to 10 s for something to listen on a loopback port.
+wait_port() {
+  for _ in $(seq 200); do (echo >/dev/tcp/127.0.0.1/$1) 2>/dev/null && return; sleep 0.05; done
+}
+
+# The median of the numbers on stdin, separated by spaces or lines.
+median() {
+  tr ' ' '\n' | grep . | sort -g |
+    awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'
+}
+
+# A / B to two decimals.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+
+# The number after "KEY": in a one-line JSON object on stdin.
+json() { sed -n "s/.*\"$1\": \([0-9.]*\).*/\1/p"; }
