@@ -10,6 +10,7 @@
 #include <chrono>
 #include <memory>
 #include <string_view>
+#include <tuple>
 
 #include "config/config.h"
 #include "descriptor_limit.h"
@@ -35,11 +36,14 @@ http::ServerLimits Limits(const config::Config& c) {
   return limits;
 }
 
-// Whether there is an `rls:` block, and where its servers listen: what a reload cannot change.
-std::optional<std::pair<std::optional<config::Endpoint>, std::optional<config::Endpoint>>>
-RlsListeners(const config::Config& c) {
+// Whether there is an `rls:` block, where its servers listen and what they were built with:
+// what a reload cannot change.
+std::optional<std::tuple<std::optional<config::Endpoint>, std::optional<config::Endpoint>, size_t,
+                         uint32_t, config::RlsKeepalive>>
+RlsServers(const config::Config& c) {
   if (!c.rls) return std::nullopt;
-  return std::pair(c.rls->listen, c.rls->json_listen);
+  return std::tuple(c.rls->listen, c.rls->json_listen, c.rls->max_message_bytes,
+                    c.rls->max_concurrent_streams, c.rls->keepalive);
 }
 
 // What the servers, the upstream pools and the store connections were built with is fixed for
@@ -50,7 +54,7 @@ bool SameFixedParts(const config::Config& a, const config::Config& b) {
          a.store == b.store && a.max_body_bytes == b.max_body_bytes &&
          a.max_header_bytes == b.max_header_bytes && a.header_timeout == b.header_timeout &&
          a.max_connections == b.max_connections && a.drain_timeout == b.drain_timeout &&
-         a.proxy == b.proxy && a.access_log == b.access_log && RlsListeners(a) == RlsListeners(b);
+         a.proxy == b.proxy && a.access_log == b.access_log && RlsServers(a) == RlsServers(b);
 }
 
 // The running gateway. Members are destroyed before the event loops they use (loops_ first in

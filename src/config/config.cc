@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -390,11 +391,38 @@ DebugTopConfig ParseDebugTop(const YamlField& f) {
   return top;
 }
 
+// A duration gRPC takes as a channel argument: whole milliseconds in an int; `positive` refuses 0.
+std::chrono::milliseconds GrpcDuration(const YamlField& f, bool positive) {
+  const std::chrono::milliseconds d = f.Duration();
+  if (positive && d.count() == 0) f.Fail("must be more than 0");
+  if (d.count() > std::numeric_limits<int32_t>::max()) f.Fail("must be at most 24d");
+  return d;
+}
+
+RlsKeepalive ParseRlsKeepalive(const YamlField& f) {
+  f.ExpectMap({"time", "timeout", "min_client_ping_interval", "max_connection_age",
+               "max_connection_age_grace"});
+  RlsKeepalive keepalive;
+  if (f.Has("time")) keepalive.time = GrpcDuration(f["time"], true);
+  if (f.Has("timeout")) keepalive.timeout = GrpcDuration(f["timeout"], true);
+  if (f.Has("min_client_ping_interval")) {
+    keepalive.min_client_ping_interval = GrpcDuration(f["min_client_ping_interval"], false);
+  }
+  if (f.Has("max_connection_age")) {
+    keepalive.max_connection_age = GrpcDuration(f["max_connection_age"], false);
+  }
+  if (f.Has("max_connection_age_grace")) {
+    keepalive.max_connection_age_grace = GrpcDuration(f["max_connection_age_grace"], false);
+  }
+  return keepalive;
+}
+
 // Relative descriptor paths are taken from the configuration file's folder, so that the file and
 // its descriptors move together.
 RlsConfig ParseRls(const YamlField& f, const std::string& source, FailurePolicy failure) {
   f.ExpectMap({"listen", "json_listen", "config", "failure", "response_headers", "policy",
-               "over_limit_cache", "quota_mode", "near_limit_ratio"});
+               "over_limit_cache", "quota_mode", "near_limit_ratio", "max_message_bytes",
+               "max_concurrent_streams", "max_calls_in_flight", "keepalive"});
   RlsConfig rls;
   rls.failure = failure == FailurePolicy::kOpen ? RlsFailure::kOpen : RlsFailure::kClosed;
   if (f.Has("listen")) rls.listen = f["listen"].Check(ParseEndpoint(f["listen"].String()));
@@ -427,6 +455,18 @@ RlsConfig ParseRls(const YamlField& f, const std::string& source, FailurePolicy 
     rls.over_limit_cache_keys = OverLimitCacheKeys(f["over_limit_cache"]);
   if (f.Has("quota_mode")) rls.quota_mode = f["quota_mode"].Bool();
   if (f.Has("near_limit_ratio")) rls.near_limit_ratio = f["near_limit_ratio"].Fraction(0, 1);
+  if (f.Has("max_message_bytes")) {
+    rls.max_message_bytes = static_cast<size_t>(
+        f["max_message_bytes"].Integer(1024, std::numeric_limits<int32_t>::max()));
+  }
+  if (f.Has("max_concurrent_streams")) {
+    rls.max_concurrent_streams =
+        static_cast<uint32_t>(f["max_concurrent_streams"].Integer(1, 1'000'000));
+  }
+  if (f.Has("max_calls_in_flight")) {
+    rls.max_calls_in_flight = static_cast<size_t>(f["max_calls_in_flight"].Integer(1, 10'000'000));
+  }
+  if (f.Has("keepalive")) rls.keepalive = ParseRlsKeepalive(f["keepalive"]);
   return rls;
 }
 

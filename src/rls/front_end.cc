@@ -17,8 +17,9 @@ ServiceOptions FrontEnd::OptionsOf(const config::Config& config) {
                                                          rls.over_limit_cache_keys);
   }
   cache_keys_ = rls.over_limit_cache_keys;
-  return {config.key_prefix, rls.failure,    rls.response_headers, rls.policy,
-          over_limit_cache_, rls.quota_mode, rls.near_limit_ratio, top_rejected_};
+  return {config.key_prefix,    rls.failure,       rls.response_headers,
+          rls.policy,           over_limit_cache_, rls.quota_mode,
+          rls.near_limit_ratio, top_rejected_,     rls.max_calls_in_flight};
 }
 
 Result<std::shared_ptr<const DescriptorMatcher>> LoadMatcher(const config::RlsConfig& rls) {
@@ -43,12 +44,15 @@ Result<std::unique_ptr<FrontEnd>> FrontEnd::Create(
 Status FrontEnd::Listen(const config::RlsConfig& rls, http::EventLoops& loops,
                         http::ServerLimits limits) {
   if (rls.listen) {
-    Result<std::unique_ptr<GrpcServer>> grpc = GrpcServer::Start(*rls.listen, *service_);
+    Result<std::unique_ptr<GrpcServer>> grpc =
+        GrpcServer::Start(rls, limits.header_timeout, *service_);
     if (!grpc.ok()) return grpc.status();
     grpc_ = std::move(grpc).value();
     spdlog::info("rate limit service (gRPC) listening on {}:{}", rls.listen->host, grpc_->port());
   }
   if (rls.json_listen) {
+    // A /json body is a RateLimitRequest too.
+    limits.max_body_bytes = rls.max_message_bytes;
     json_ = std::make_unique<http::Server>(
         loops,
         [this](http::HttpRequest request, const http::Peer&, size_t) {

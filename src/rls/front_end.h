@@ -30,7 +30,9 @@ class FrontEnd {
       const config::Config& config, std::vector<std::shared_ptr<Store>> stores,
       std::shared_ptr<http::TopRejected> top_rejected = nullptr);
 
-  // Starts the gRPC server and, on `loops`, the JSON server, as the configuration asks.
+  // Starts the gRPC server and, on `loops`, the JSON server, as the configuration asks; the JSON
+  // server takes `limits` but rls.max_message_bytes for bodies, and the gRPC server gives a
+  // connection the header timeout to send HTTP/2's preface and settings.
   Status Listen(const config::RlsConfig& rls, http::EventLoops& loops, http::ServerLimits limits);
 
   // Puts descriptors loaded by LoadMatcher, and the options of `config`, in force.

@@ -9,7 +9,7 @@
 #include <memory>
 #include <thread>
 
-#include "config/network.h"
+#include "config/rls_config.h"
 #include "rls/service.h"
 #include "sluice/status.h"
 
@@ -21,8 +21,12 @@ namespace sluice::rls {
 
 class GrpcServer {
  public:
-  // Listens on `endpoint` and answers with `service`, which must outlive the server.
-  static Result<std::unique_ptr<GrpcServer>> Start(const config::Endpoint& endpoint,
+  // Listens on `rls.listen` (which must be set) and answers with `service`, which must outlive
+  // the server. Messages, streams and connections are bounded as `rls` says (its
+  // max_message_bytes, max_concurrent_streams and keepalive); a connection that has not sent
+  // HTTP/2's preface and settings within `handshake_timeout` is closed.
+  static Result<std::unique_ptr<GrpcServer>> Start(const config::RlsConfig& rls,
+                                                   std::chrono::milliseconds handshake_timeout,
                                                    Service& service);
   // Shuts down (if BeginShutdown did not) and waits for every call to end.
   ~GrpcServer();
@@ -53,7 +57,8 @@ class GrpcServer {
 };
 
 // The gRPC status code for a Sluice status: kInvalidArgument is INVALID_ARGUMENT, a deadline
-// DEADLINE_EXCEEDED, other store failures UNAVAILABLE.
+// DEADLINE_EXCEEDED, kResourceExhausted (too many calls in flight) RESOURCE_EXHAUSTED, other
+// store failures UNAVAILABLE.
 int GrpcCode(const Status& status);
 
 }  // namespace sluice::rls

@@ -204,6 +204,13 @@ std::string Service::MetricsText() const {
   }
   http::RenderFamily(out, "sluice_rls_store_errors_total",
                      "Rate limit service calls the store could not answer, by the reason.", errors);
+  http::RenderFamily(out, "sluice_rls_calls_shed_total",
+                     "Rate limit service calls refused at once (gRPC RESOURCE_EXHAUSTED, /json "
+                     "503) because rls.max_calls_in_flight calls were waiting for the store.",
+                     {{"", get(shed_)}});
+  http::RenderFamily(out, "sluice_rls_calls_in_flight",
+                     "Rate limit service calls waiting for the store now.",
+                     {{"", in_flight_.load(std::memory_order_relaxed)}}, "gauge");
   return out;
 }
 
@@ -224,9 +231,16 @@ void Service::ShouldRateLimit(const RateLimitRequest& request, ResponseCallback 
     Count(*snapshot, *plan, request.domain(), split->sent_at, std::vector<BucketReply>{});
     return done(Checked(*plan, split->replies, options));
   }
+  if (in_flight_.fetch_add(1, std::memory_order_relaxed) >= options.max_calls_in_flight) {
+    in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    shed_.fetch_add(1, std::memory_order_relaxed);
+    shed_log_.Warn("rate limit service overloaded",
+                   "rls.max_calls_in_flight (" + std::to_string(options.max_calls_in_flight) +
+                       ") calls wait for the store; refusing more");
+    return done(Status::ResourceExhausted("too many calls in flight"));
+  }
   std::shared_ptr<Store> store =
       stores_[next_store_.fetch_add(1, std::memory_order_relaxed) % stores_.size()];
-  in_flight_.fetch_add(1, std::memory_order_relaxed);
   std::vector<BucketOp> sent = split->sent;
   ChargeCall(std::move(store), options.policy, std::move(sent),
              [this, plan, split, snapshot, domain = request.domain(),

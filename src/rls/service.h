@@ -42,6 +42,8 @@ struct ServiceOptions {
   double near_limit_ratio = 0.8;  // for sluice_rls_near_limit_total
   // Where the descriptor values over their limits are counted, for /debug/top; none: nowhere.
   std::shared_ptr<http::TopRejected> top_rejected;
+  // Calls waiting for the store at once; past it a call is refused with kResourceExhausted.
+  size_t max_calls_in_flight = 10'000;
 };
 
 // Counters of a service's calls, for metrics.
@@ -50,8 +52,9 @@ struct ServiceStats {
   uint64_t over_limit_with_local_cache = 0;
 };
 
-// Called once with the response, or with kInvalidArgument for a malformed request, or with the
-// store's error when the failure setting is kError.
+// Called once with the response, or with kInvalidArgument for a malformed request, with
+// kResourceExhausted for a call past max_calls_in_flight, or with the store's error when the
+// failure setting is kError.
 using ResponseCallback = std::function<void(Result<RateLimitResponse>)>;
 
 // Safe to call from many threads; the configuration can be replaced while calls are in flight
@@ -66,7 +69,9 @@ class Service {
 
   // Answers `request`: its limited descriptors' buckets charged as the policy says (ChargeCall;
   // one store call unless a descriptor is over its limit or repeats), those the over-limit cache
-  // knows to be in debt answered without the store. `done` runs inline or on a store's thread,
+  // knows to be in debt answered without the store. A call that needs the store while
+  // max_calls_in_flight calls wait for it is refused at once, never queued, so that a slow
+  // store cannot make calls pile up without bound. `done` runs inline or on a store's thread,
   // and must not block.
   void ShouldRateLimit(const RateLimitRequest& request, ResponseCallback done);
 
@@ -115,6 +120,8 @@ class Service {
   mutable std::mutex mutex_;
   std::shared_ptr<const Snapshot> current_;
   std::atomic<size_t> in_flight_{0};
+  std::atomic<uint64_t> shed_{0};  // calls refused past max_calls_in_flight
+  http::ThrottledLog shed_log_;
   std::atomic<uint64_t> cache_answers_{0};
   http::ThrottledLog store_errors_;
   LimitStats limit_stats_;

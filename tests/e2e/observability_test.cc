@@ -16,6 +16,7 @@ namespace sluice {
 namespace {
 
 using e2e::Gateway;
+using e2e::MetricValue;
 using e2e::Upstream;
 using e2e::WaitUntil;
 using std::chrono::milliseconds;
@@ -42,18 +43,6 @@ std::pair<int, std::string> Promtool(const std::string& text) {
   const int status = pclose(pipe);
   std::filesystem::remove(path);
   return {WEXITSTATUS(status), output};
-}
-
-// The value of the series `series` (name and labels, exactly as rendered) in `text`, or -1.
-double Value(const std::string& text, const std::string& series) {
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.size() > series.size() && line.compare(0, series.size(), series) == 0 &&
-        line[series.size()] == ' ') {
-      return std::stod(line.substr(series.size() + 1));
-    }
-  }
-  return -1;
 }
 
 // The sum of every series of `family` in `text`.
@@ -130,14 +119,14 @@ TEST_F(MetricsE2eTest, PromtoolFindsNothingToSayOfTheGatewaysAndTheRlsMetrics) {
   const auto [status, output] = Promtool(metrics);
   EXPECT_EQ(status, 0) << output;
   EXPECT_EQ(output, "") << metrics;
-  EXPECT_EQ(Value(metrics, R"(sluice_build_info{version="0.1.0"})"), 1) << metrics;
+  EXPECT_EQ(MetricValue(metrics, R"(sluice_build_info{version="0.1.0"})"), 1) << metrics;
   const std::string node = "node=\"127.0.0.1:" + std::to_string(redis_.port()) + "\"";
-  EXPECT_EQ(Value(metrics, "sluice_store_up{" + node + "}"), 1) << metrics;
+  EXPECT_EQ(MetricValue(metrics, "sluice_store_up{" + node + "}"), 1) << metrics;
   // Seven checks and one RLS call, each one round trip.
-  EXPECT_EQ(Value(metrics, "sluice_store_round_trip_duration_seconds_count{" + node + "}"), 8)
+  EXPECT_EQ(MetricValue(metrics, "sluice_store_round_trip_duration_seconds_count{" + node + "}"), 8)
       << metrics;
   // Five allowed of a capacity of 5: the fifth is past 4 (0.8 of 5).
-  EXPECT_EQ(Value(metrics, R"(sluice_near_limit_total{rule="per-key"})"), 1) << metrics;
+  EXPECT_EQ(MetricValue(metrics, R"(sluice_near_limit_total{rule="per-key"})"), 1) << metrics;
   EXPECT_EQ(metrics.find(kPassword), std::string::npos) << "a secret in /metrics";
 }
 
@@ -146,15 +135,17 @@ TEST_F(MetricsE2eTest, TheStoreDownIsAGaugeOfZeroAndTheFailurePolicysDecisionsAr
   EXPECT_TRUE(WaitUntil(
       [&] {
         const std::string node = "node=\"127.0.0.1:" + std::to_string(redis_.port()) + "\"";
-        return Value(Metrics(), "sluice_store_up{" + node + "}") == 0;
+        return MetricValue(Metrics(), "sluice_store_up{" + node + "}") == 0;
       },
       milliseconds(3000)));
   EXPECT_EQ(Rls(R"({"key": "remote_address", "value": "203.0.113.1"})"), 200);  // failure: open
   const std::string metrics = Metrics();
-  EXPECT_EQ(Value(metrics, R"(sluice_rls_failure_policy_total{decision="allowed"})"), 1) << metrics;
+  EXPECT_EQ(MetricValue(metrics, R"(sluice_rls_failure_policy_total{decision="allowed"})"), 1)
+      << metrics;
   // Unavailable, or past the timeout while a connection is being tried again.
   EXPECT_EQ(Sum(metrics, "sluice_rls_store_errors_total"), 1) << metrics;
-  EXPECT_EQ(Value(metrics, R"(sluice_rls_hits_total{domain="edge",limit="remote_address"})"), 1);
+  EXPECT_EQ(MetricValue(metrics, R"(sluice_rls_hits_total{domain="edge",limit="remote_address"})"),
+            1);
   EXPECT_EQ(Promtool(metrics).first, 0);
 }
 
@@ -167,31 +158,37 @@ TEST_F(MetricsE2eTest, RlsCountsEachLimitAsEnvoysRateLimitDoes) {
   Rls(R"({"key": "client", "value": "c1"})");
   const std::string m = Metrics();
   const std::string address = R"({domain="edge",limit="remote_address"})";
-  EXPECT_EQ(Value(m, "sluice_rls_hits_total" + address), 12) << m;
-  EXPECT_EQ(Value(m, "sluice_rls_within_limit_total" + address), 10) << m;
-  EXPECT_EQ(Value(m, "sluice_rls_near_limit_total" + address), 2) << m;
-  EXPECT_EQ(Value(m, "sluice_rls_over_limit_total" + address), 2) << m;
+  EXPECT_EQ(MetricValue(m, "sluice_rls_hits_total" + address), 12) << m;
+  EXPECT_EQ(MetricValue(m, "sluice_rls_within_limit_total" + address), 10) << m;
+  EXPECT_EQ(MetricValue(m, "sluice_rls_near_limit_total" + address), 2) << m;
+  EXPECT_EQ(MetricValue(m, "sluice_rls_over_limit_total" + address), 2) << m;
   // A shadow limit of 2, hit 3 times: over once, counted in shadow mode, answered OK.
   const std::string login = R"({domain="edge",limit="route_/login.user"})";
-  EXPECT_EQ(Value(m, "sluice_rls_over_limit_total" + login), 1) << m;
-  EXPECT_EQ(Value(m, "sluice_rls_shadow_mode_total" + login), 1) << m;
+  EXPECT_EQ(MetricValue(m, "sluice_rls_over_limit_total" + login), 1) << m;
+  EXPECT_EQ(MetricValue(m, "sluice_rls_shadow_mode_total" + login), 1) << m;
   EXPECT_EQ(m.find("alice"), std::string::npos) << "a request's value became a label";
-  EXPECT_EQ(Value(m, R"(sluice_rls_within_limit_total{domain="edge",limit="per-client"})"), 1);
+  EXPECT_EQ(MetricValue(m, R"(sluice_rls_within_limit_total{domain="edge",limit="per-client"})"),
+            1);
 }
 
 TEST_F(MetricsE2eTest, ReloadsAreCountedWithTheTimeOfTheLastSuccess) {
-  const double started = Value(Metrics(), "sluice_config_last_reload_success_timestamp_seconds");
+  const double started =
+      MetricValue(Metrics(), "sluice_config_last_reload_success_timestamp_seconds");
   EXPECT_GT(started, 1.6e9);
   std::this_thread::sleep_for(milliseconds(20));
   gateway_->process().Signal(SIGHUP);  // the same file: taken
   EXPECT_TRUE(WaitUntil(
-      [&] { return Value(Metrics(), R"(sluice_config_reloads_total{result="success"})") == 1; },
+      [&] {
+        return MetricValue(Metrics(), R"(sluice_config_reloads_total{result="success"})") == 1;
+      },
       milliseconds(3000)));
-  EXPECT_GT(Value(Metrics(), "sluice_config_last_reload_success_timestamp_seconds"), started);
+  EXPECT_GT(MetricValue(Metrics(), "sluice_config_last_reload_success_timestamp_seconds"), started);
   std::ofstream(gateway_->ConfigPath(), std::ios::app) << "no_such_field: 1\n";
   gateway_->process().Signal(SIGHUP);
   EXPECT_TRUE(WaitUntil(
-      [&] { return Value(Metrics(), R"(sluice_config_reloads_total{result="failure"})") == 1; },
+      [&] {
+        return MetricValue(Metrics(), R"(sluice_config_reloads_total{result="failure"})") == 1;
+      },
       milliseconds(3000)));
 }
 

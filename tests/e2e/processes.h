@@ -7,6 +7,7 @@
 #include <functional>
 #include <iterator>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -27,6 +28,19 @@ using testing::HttpResult;
 using testing::Process;
 
 inline bool Healthy(uint16_t port) { return Fetch(port, "GET", "/healthz").status == 200; }
+
+// The value of the series `series` (name and labels, exactly as rendered) in the metrics `text`,
+// or -1.
+inline double MetricValue(const std::string& text, const std::string& series) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.size() > series.size() && line.compare(0, series.size(), series) == 0 &&
+        line[series.size()] == ' ') {
+      return std::stod(line.substr(series.size() + 1));
+    }
+  }
+  return -1;
+}
 
 inline bool WaitUntil(const std::function<bool()>& condition, milliseconds limit) {
   const auto give_up = std::chrono::steady_clock::now() + limit;

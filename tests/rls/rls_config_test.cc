@@ -62,6 +62,43 @@ TEST(RlsConfigTest, ItsOwnPolicyOverLimitCacheAndQuotaMode) {
       std::string::npos);
 }
 
+TEST(RlsConfigTest, LimitsUnderPressure) {
+  Config config = Parse("rls: {listen: 127.0.0.1:1, config: [d]}\n");
+  EXPECT_EQ(config.rls->max_message_bytes, 1048576U);
+  EXPECT_EQ(config.rls->max_concurrent_streams, 100U);
+  EXPECT_EQ(config.rls->max_calls_in_flight, 10'000U);
+  EXPECT_EQ(config.rls->keepalive, RlsKeepalive{});
+  EXPECT_EQ(config.rls->keepalive.time, std::chrono::seconds(60));
+  EXPECT_EQ(config.rls->keepalive.max_connection_age, std::chrono::minutes(30));
+  config = Parse(
+      "rls:\n  listen: 127.0.0.1:1\n  config: [d]\n  max_message_bytes: 65536\n"
+      "  max_concurrent_streams: 8\n  max_calls_in_flight: 50\n"
+      "  keepalive: {time: 2s, timeout: 500ms, min_client_ping_interval: 0, "
+      "max_connection_age: 0, max_connection_age_grace: 1s}\n");
+  EXPECT_EQ(config.rls->max_message_bytes, 65536U);
+  EXPECT_EQ(config.rls->max_concurrent_streams, 8U);
+  EXPECT_EQ(config.rls->max_calls_in_flight, 50U);
+  EXPECT_EQ(config.rls->keepalive.time, std::chrono::seconds(2));
+  EXPECT_EQ(config.rls->keepalive.timeout, std::chrono::milliseconds(500));
+  EXPECT_EQ(config.rls->keepalive.min_client_ping_interval, std::chrono::milliseconds(0));
+  EXPECT_EQ(config.rls->keepalive.max_connection_age, std::chrono::milliseconds(0));
+  EXPECT_EQ(config.rls->keepalive.max_connection_age_grace, std::chrono::seconds(1));
+
+  const std::string base = "rls: {listen: 127.0.0.1:1, config: [d], ";
+  EXPECT_NE(Refusal(base + "max_message_bytes: 100}\n").find("rls.max_message_bytes"),
+            std::string::npos);
+  EXPECT_NE(Refusal(base + "max_concurrent_streams: 0}\n").find("rls.max_concurrent_streams"),
+            std::string::npos);
+  EXPECT_NE(Refusal(base + "max_calls_in_flight: 0}\n").find("rls.max_calls_in_flight"),
+            std::string::npos);
+  EXPECT_NE(Refusal(base + "keepalive: {time: 0}}\n").find("rls.keepalive.time: must be more"),
+            std::string::npos);
+  EXPECT_NE(Refusal(base + "keepalive: {timeout: 30d}}\n").find("rls.keepalive.timeout: must be"),
+            std::string::npos);
+  EXPECT_NE(Refusal(base + "keepalive: {interval: 1s}}\n").find("rls.keepalive.interval: unknown"),
+            std::string::npos);
+}
+
 TEST(RlsConfigTest, RefusesWhatCannotWork) {
   EXPECT_NE(Refusal("rules: []\n").find("needs an upstream"), std::string::npos);
   EXPECT_NE(Refusal("listen: 127.0.0.1:8080\nrls: {listen: 127.0.0.1:1, config: [d]}\n")

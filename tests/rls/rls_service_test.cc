@@ -12,10 +12,8 @@
 #include <fstream>
 #include <thread>
 
-#include "e2e/processes.h"
-#include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
-#include "rls/rate_limit_requests.h"
+#include "rls/rls_process.h"
 
 namespace sluice::rls {
 namespace {
@@ -29,115 +27,6 @@ using testing::Fetch;
 using testing::FreePort;
 using testing::Process;
 using testing::RedisServer;
-
-const char* const kDescriptors = R"(
-domain: edge
-descriptors:
-  - key: client
-    rate_limit: {unit: minute, requests_per_unit: 3}
-  - key: client
-    value: vip
-    rate_limit: {unit: minute, requests_per_unit: 5}
-  - key: client
-    value: bot-*
-    rate_limit: {unit: minute, requests_per_unit: 1}
-  - key: client
-    value: internal
-    rate_limit: {unlimited: true}
-  - key: route
-    value: /api
-    descriptors:
-      - key: method
-        rate_limit: {unit: minute, requests_per_unit: 2}
-  - key: canary
-    shadow_mode: true
-    rate_limit: {unit: minute, requests_per_unit: 1}
-  - key: shared
-    rate_limit: {unit: hour, requests_per_unit: 50}
-)";
-
-// One `sluice serve` running only the rate limit service, with its descriptors in a folder.
-class RlsProcess {
- public:
-  RlsProcess(uint16_t redis_port, const std::string& extra_store = "",
-             const std::string& extra_rls = "") {
-    e2e::StartOnFreePorts(
-        [&]() -> Process& {
-          grpc_ = FreePort();
-          json_ = FreePort();
-          admin_ = FreePort();
-          if (!dir_.empty()) std::filesystem::remove_all(dir_);
-          dir_ = std::filesystem::temp_directory_path() / ("sluice-rls-" + std::to_string(grpc_));
-          std::filesystem::create_directories(dir_ / "descriptors");
-          WriteDescriptors(kDescriptors);
-          std::ofstream(dir_ / "sluice.yaml")
-              << "admin_listen: 127.0.0.1:" << admin_ << "\nthreads: 2\ndrain_timeout: 1s\n"
-              << "store: {type: redis, url: \"redis://127.0.0.1:" << redis_port << "/0\""
-              << extra_store << "}\nrls:\n  listen: 127.0.0.1:" << grpc_
-              << "\n  json_listen: 127.0.0.1:" << json_
-              << "\n  config: [descriptors/]\n  response_headers: {}\n"
-              << extra_rls;
-          process_ =
-              std::make_unique<Process>(std::vector<std::string>{SLUICE_BINARY, "serve", "--config",
-                                                                 (dir_ / "sluice.yaml").string()},
-                                        (dir_.string() + ".log"));
-          return *process_;
-        },
-        [this] { return e2e::Healthy(admin_); });
-    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_),
-                                   grpc::InsecureChannelCredentials());
-    client_ = RateLimitService::NewStub(channel_);
-    EXPECT_TRUE(channel_->WaitForConnected(std::chrono::system_clock::now() + milliseconds(5000)));
-  }
-  ~RlsProcess() {
-    process_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-
-  void WriteDescriptors(const std::string& yaml) {
-    std::ofstream(dir_ / "descriptors" / "edge.yaml") << yaml;
-  }
-
-  grpc::Status Call(const RateLimitRequest& request, RateLimitResponse* response,
-                    milliseconds deadline = milliseconds(5000)) const {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + deadline);
-    return client_->ShouldRateLimit(&context, request, response);
-  }
-
-  RateLimitResponse Ok(const RateLimitRequest& request) const {
-    RateLimitResponse response;
-    grpc::Status status = Call(request, &response);
-    EXPECT_TRUE(status.ok()) << status.error_code() << " " << status.error_message();
-    return response;
-  }
-
-  uint16_t grpc() const { return grpc_; }
-  uint16_t json() const { return json_; }
-  std::shared_ptr<grpc::Channel> channel() const { return channel_; }
-  Process& process() { return *process_; }
-
- private:
-  uint16_t grpc_ = 0, json_ = 0, admin_ = 0;
-  std::filesystem::path dir_;
-  std::unique_ptr<Process> process_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<RateLimitService::Stub> client_;
-};
-
-RateLimitRequest Request(const std::vector<DescriptorEntries>& descriptors,
-                         std::string domain = "edge") {
-  return RequestOf(std::move(domain), descriptors);
-}
-
-// The overall codes of `n` calls of `request`.
-std::string Codes(const RlsProcess& rls, const RateLimitRequest& request, int n) {
-  std::string codes;
-  for (int i = 0; i < n; ++i) {
-    codes += rls.Ok(request).overall_code() == RateLimitResponse::OK ? "+" : "x";
-  }
-  return codes;
-}
 
 class RlsServiceTest : public ::testing::Test {
  protected:
