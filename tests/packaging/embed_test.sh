@@ -56,6 +56,12 @@ $expected
 got
 $2"
 }
+# A shared library's users load it from the prefix.
+if [ -e "$prefix/lib/libsluice.so" ]; then
+  ldd "$scratch/embed/embed" >"$scratch/ldd"
+  grep -q "$prefix/lib/libsluice.so" "$scratch/ldd" ||
+    fail "examples/embed does not load the installed libsluice.so: $(cat "$scratch/ldd")"
+fi
 out=$("$scratch/embed/embed") || fail "embed exited $?"
 check_decisions memory "$out"
 
@@ -78,5 +84,7 @@ export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 # shellcheck disable=SC2046
 c++ -std=c++20 "$scratch/pc.cc" -o "$scratch/pc" $(pkg-config --cflags --libs sluice) \
   ${SLUICE_EMBED_LDFLAGS:-} || fail "a program does not link with pkg-config's flags for sluice"
-[ "$("$scratch/pc")" = "unavailable: down" ] || fail "the pkg-config program printed otherwise"
+# Outside the system's folders the loader is told where a shared libsluice is, as a user would.
+[ "$(LD_LIBRARY_PATH=$prefix/lib "$scratch/pc")" = "unavailable: down" ] ||
+  fail "the pkg-config program printed otherwise"
 echo "PASS"
