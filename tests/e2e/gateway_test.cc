@@ -21,6 +21,7 @@
 namespace sluice {
 namespace {
 
+using e2e::CheckConfig;
 using e2e::Gateway;
 using e2e::Healthy;
 using e2e::Upstream;
@@ -520,6 +521,35 @@ TEST(GatewayE2eTest, AKeptAliveConnectionsNextHeadSentAByteAtATimeIsCutOff) {
   EXPECT_EQ(answer.find("HTTP/1.1", 1), std::string::npos) << "the slow head was answered";
   // The header timeout (1.2 s in), not the minute a kept-alive connection may idle, cut it off.
   EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(5000));
+}
+
+// Past max_connections a new connection is closed unanswered; once one closes, the next is served.
+TEST(GatewayE2eTest, ConnectionsPastTheLimitAreClosedUntilOneEnds) {
+  Upstream upstream;
+  Gateway gateway(upstream.port(), "max_connections: 3\nrules: []\n");
+  const std::string request = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  std::vector<std::unique_ptr<KeptAliveConnection>> held;
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(std::make_unique<KeptAliveConnection>(gateway.proxy()));
+    boost::beast::error_code ec;
+    ASSERT_TRUE(held.back()->Write(request));
+    EXPECT_EQ(held.back()->Read(ec).result_int(), 200)
+        << "connection " << i << ": " << ec.message();
+  }
+  KeptAliveConnection over(gateway.proxy());
+  over.Write(request);
+  boost::beast::error_code ec;
+  over.Read(ec);
+  EXPECT_TRUE(ec) << "the fourth connection was answered";
+  held.pop_back();
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        KeptAliveConnection next(gateway.proxy());
+        boost::beast::error_code error;
+        return next.Write(request) && next.Read(error).result_int() == 200 && !error;
+      },
+      milliseconds(3000)))
+      << "no connection served after one of the three closed";
 }
 
 TEST(GatewayE2eTest, AKeptAliveConnectionMayBeQuietLongerThanTheHeaderTimeout) {

@@ -17,6 +17,7 @@
 namespace sluice {
 namespace {
 
+using e2e::CheckConfig;
 using e2e::Gateway;
 using e2e::Upstream;
 using e2e::WaitUntil;
