@@ -70,6 +70,16 @@ std::string_view MethodName(Method method) {
       return "lock";
     case Method::kScript:
       return "script";
+    case Method::kScriptFixedWindow:
+      return "script-fixed-window";
+    case Method::kPostgresSync:
+      return "postgres-sync";
+    case Method::kPostgresAsync:
+      return "postgres-async";
+    case Method::kMemcachedIncr:
+      return "memcached-incr";
+    case Method::kMemcachedCas:
+      return "memcached-cas";
   }
   return "?";
 }
@@ -79,6 +89,23 @@ std::optional<Method> ParseMethod(std::string_view name) {
     if (MethodName(method) == name) return method;
   }
   return std::nullopt;
+}
+
+Server ServerOf(Method method) {
+  switch (method) {
+    case Method::kPostgresSync:
+    case Method::kPostgresAsync:
+      return Server::kPostgres;
+    case Method::kMemcachedIncr:
+    case Method::kMemcachedCas:
+      return Server::kMemcached;
+    default:
+      return Server::kRedis;
+  }
+}
+
+bool IsFixedWindow(Method method) {
+  return method == Method::kScriptFixedWindow || method == Method::kMemcachedIncr;
 }
 
 Client::Client(const std::string& host, uint16_t port, Options options)
@@ -91,9 +118,8 @@ Client::Client(const std::string& host, uint16_t port, Options options)
     Fail("cannot connect to " + host + ":" + std::to_string(port) + ": " + why);
   }
   redisSetTimeout(context_, timeout);
-  Reply sha = Command({"SCRIPT", "LOAD", std::string(TokenBucketScript())});
-  ExpectType(sha.get(), REDIS_REPLY_STRING, "SCRIPT LOAD");
-  script_sha_ = Text(sha.get());
+  LoadScript(Algorithm::kTokenBucket);
+  LoadScript(Algorithm::kFixedWindow);
 }
 
 Client::~Client() { redisFree(context_); }
@@ -169,6 +195,12 @@ std::vector<std::vector<std::string>> Client::WriteBucket(const std::string& key
           {"PEXPIRE", key, std::to_string(taken.ttl_ms)}};
 }
 
+void Client::LoadScript(Algorithm algorithm) {
+  Reply sha = Command({"SCRIPT", "LOAD", std::string(BucketScript(algorithm))});
+  ExpectType(sha.get(), REDIS_REPLY_STRING, "SCRIPT LOAD");
+  script_shas_[algorithm] = Text(sha.get());
+}
+
 void Client::BeforeWrite(int attempt) const {
   if (options_.before_write) options_.before_write(attempt);
 }
@@ -183,8 +215,11 @@ Outcome Client::Check(Method method, const std::string& key, const Limit& limit,
       return Lock(key, limit, cost);
     case Method::kScript:
       return Script(key, limit, cost);
+    case Method::kScriptFixedWindow:
+      return Script(key, limit, cost, Algorithm::kFixedWindow);
+    default:
+      Fail(std::string(MethodName(method)) + " is not a method on Redis");
   }
-  Fail("unknown method");
 }
 
 Outcome Client::Separate(const std::string& key, const Limit& limit, int64_t cost) {
@@ -195,7 +230,7 @@ Outcome Client::Separate(const std::string& key, const Limit& limit, int64_t cos
   for (const Reply& reply : RoundTrip(WriteBucket(key, taken))) {
     if (reply->type == REDIS_REPLY_ERROR) Fail("write: " + Text(reply.get()));
   }
-  return {.allowed = taken.reply.allowed, .round_trips = round_trips_};
+  return {.reply = taken.reply, .round_trips = round_trips_};
 }
 
 Outcome Client::Watch(const std::string& key, const Limit& limit, int64_t cost) {
@@ -216,7 +251,7 @@ Outcome Client::Watch(const std::string& key, const Limit& limit, int64_t cost) 
     }
     // EXEC also clears the WATCH, whether it ran the transaction or not.
     if (replies.back()->type == REDIS_REPLY_ARRAY) {
-      out.allowed = taken.reply.allowed;
+      out.reply = taken.reply;
       break;
     }
     ExpectType(replies.back().get(), REDIS_REPLY_NIL, "EXEC");
@@ -273,33 +308,37 @@ Outcome Client::Lock(const std::string& key, const Limit& limit, int64_t cost) {
   }
   ExpectType(replies.back().get(), REDIS_REPLY_INTEGER, "release");
   out.lost_lock = replies.back()->integer != 1;
-  out.allowed = taken.reply.allowed;
+  out.reply = taken.reply;
   out.round_trips = round_trips_;
   return out;
 }
 
-Outcome Client::Script(const std::string& key, const Limit& limit, int64_t cost) {
+Outcome Client::Script(const std::string& key, const Limit& limit, int64_t cost,
+                       Algorithm algorithm) {
   round_trips_ = 0;
   Outcome out;
-  const std::vector<std::string> call = {"EVALSHA",
-                                         script_sha_,
-                                         "1",
-                                         key,
-                                         std::to_string(limit.capacity),
-                                         std::to_string(limit.tokens),
-                                         std::to_string(limit.period_ms),
-                                         std::to_string(cost)};
+  std::vector<std::string> call = {"EVALSHA",
+                                   script_shas_.at(algorithm),
+                                   "1",
+                                   key,
+                                   std::to_string(limit.capacity),
+                                   std::to_string(limit.tokens),
+                                   std::to_string(limit.period_ms),
+                                   std::to_string(cost)};
   Reply reply = Command(call);
   if (reply->type == REDIS_REPLY_ERROR && Text(reply.get()).starts_with("NOSCRIPT")) {
     ++out.retries;
-    Reply sha = Command({"SCRIPT", "LOAD", std::string(TokenBucketScript())});
-    ExpectType(sha.get(), REDIS_REPLY_STRING, "SCRIPT LOAD");
+    LoadScript(algorithm);
+    call[1] = script_shas_.at(algorithm);
     reply = Command(call);
   }
   ExpectType(reply.get(), REDIS_REPLY_ARRAY, "EVALSHA");
-  if (reply->elements < 3 || reply->element[0]->type != REDIS_REPLY_INTEGER)
-    Fail("EVALSHA: unexpected reply");
-  out.allowed = reply->element[0]->integer == 1;
+  if (reply->elements != 4) Fail("EVALSHA: not four numbers");
+  for (size_t i = 0; i < 4; ++i) ExpectType(reply->element[i], REDIS_REPLY_INTEGER, "EVALSHA");
+  out.reply = {.allowed = reply->element[0]->integer == 1,
+               .remaining = reply->element[1]->integer,
+               .retry_ms = reply->element[2]->integer,
+               .reset_ms = reply->element[3]->integer};
   out.round_trips = round_trips_;
   return out;
 }

@@ -2,10 +2,12 @@
 // be measured against it (bench/baselines_bench) and to show what goes wrong
 // (tests/stores/baselines_test.cc). None is offered as a mode of the limiter.
 //
-// Each client holds one blocking hiredis connection and checks one token bucket in one of four
-// ways. All four keep the script's state (a hash of `tokens` and `ts`), take the time from the
-// server's TIME, and decide with sluice::TakeTokens, the script's arithmetic, so they differ only
-// in how the read, the decision and the write reach Redis:
+// The methods on Redis are here; the document's other stores, PostgreSQL and Memcached, are in
+// postgres_baseline.h and memcached_baseline.h. A Redis client holds one blocking hiredis
+// connection and checks one token bucket in one of four ways. All four keep the script's state (a
+// hash of `tokens` and `ts`), take the time from the server's TIME, and decide with
+// sluice::TakeTokens, the script's arithmetic, so they differ only in how the read, the decision
+// and the write reach Redis:
 //
 //   kSeparate  TIME; HMGET; decide here; HSET+PEXPIRE (pipelined). Nothing stops two clients
 //              from reading the same tokens and spending them twice.
@@ -16,6 +18,9 @@
 //              HMGET; decide; HSET+PEXPIRE (pipelined); release with a compare-and-delete script.
 //   kScript    EVALSHA of the repository's own token bucket script: one round trip, atomic.
 //
+// and, for the fixed window that Memcached can keep, kScriptFixedWindow: EVALSHA of the
+// repository's fixed window script.
+//
 // Every command sent, or group of commands pipelined in one write, counts as one round trip.
 #pragma once
 
@@ -23,6 +28,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,14 +40,39 @@
 
 namespace sluice::baselines {
 
-enum class Method { kSeparate, kWatch, kLock, kScript };
+enum class Method {
+  kSeparate,
+  kWatch,
+  kLock,
+  kScript,
+  kScriptFixedWindow,
+  kPostgresSync,   // postgres_baseline.h, synchronous_commit on
+  kPostgresAsync,  // the same, synchronous_commit off
+  kMemcachedIncr,  // memcached_baseline.h: a fixed window by incr
+  kMemcachedCas,   // a token bucket by a gets/cas loop
+};
 
-inline constexpr Method kAllMethods[] = {Method::kSeparate, Method::kWatch, Method::kLock,
-                                         Method::kScript};
+inline constexpr Method kAllMethods[] = {Method::kSeparate,
+                                         Method::kWatch,
+                                         Method::kLock,
+                                         Method::kScript,
+                                         Method::kScriptFixedWindow,
+                                         Method::kPostgresSync,
+                                         Method::kPostgresAsync,
+                                         Method::kMemcachedIncr,
+                                         Method::kMemcachedCas};
 
-// "separate", "watch", "lock", "script".
+// "separate", "watch", "lock", "script", "script-fixed-window", "postgres-sync",
+// "postgres-async", "memcached-incr", "memcached-cas".
 std::string_view MethodName(Method method);
 std::optional<Method> ParseMethod(std::string_view name);
+
+// The server a method needs.
+enum class Server { kRedis, kPostgres, kMemcached };
+Server ServerOf(Method method);
+
+// Whether a method counts in fixed windows (`capacity` per `period_ms`) instead of a token bucket.
+bool IsFixedWindow(Method method);
 
 struct Options {
   // Pipeline every command that does not wait on an earlier reply: TIME with the read (and the
@@ -66,12 +97,17 @@ struct Options {
 
 // What one check did.
 struct Outcome {
-  bool allowed = false;
+  // The store's answer, as the scripts give it: allowed, whole tokens left (a fixed window: what
+  // is left of its allowance), retry_ms, and ms until full (until the window ends).
+  BucketReply reply;
   int round_trips = 0;
   // kWatch: EXECs that came back nil. kLock: attempts that found the lock taken. kScript:
-  // NOSCRIPT answers (the script reloaded). kSeparate: always 0.
+  // NOSCRIPT answers (the script reloaded). kMemcachedCas: writes that found the bucket changed
+  // since its read (or taken, when there was none). kMemcachedIncr: adds that found the window's
+  // counter already there. kSeparate and PostgreSQL: always 0.
   int retries = 0;
-  // Given up after the cap on retries (kWatch) or lock attempts (kLock); never allowed.
+  // Given up after the cap on retries (kWatch, kMemcachedCas) or lock attempts (kLock); never
+  // allowed.
   bool aborted = false;
   // kLock: the release found the lock gone or someone else's (it expired while held).
   bool lost_lock = false;
@@ -87,14 +123,16 @@ class Client {
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
-  // Takes `cost` tokens from the bucket at `key` if they are there, in the way `method` says.
-  // Throws std::runtime_error on a broken connection or an error reply.
+  // Takes `cost` tokens from the bucket at `key` if they are there, in the way `method` (one on
+  // Redis) says. Throws std::runtime_error on a broken connection or an error reply.
   Outcome Check(Method method, const std::string& key, const Limit& limit, int64_t cost = 1);
 
   Outcome Separate(const std::string& key, const Limit& limit, int64_t cost = 1);
   Outcome Watch(const std::string& key, const Limit& limit, int64_t cost = 1);
   Outcome Lock(const std::string& key, const Limit& limit, int64_t cost = 1);
-  Outcome Script(const std::string& key, const Limit& limit, int64_t cost = 1);
+  // The repository's script of `algorithm` (the token bucket's or the fixed window's).
+  Outcome Script(const std::string& key, const Limit& limit, int64_t cost = 1,
+                 Algorithm algorithm = Algorithm::kTokenBucket);
 
  private:
   struct ReplyDeleter {
@@ -115,11 +153,14 @@ class Client {
   // HSET of tokens and ts, then PEXPIRE, as the script writes them.
   static std::vector<std::vector<std::string>> WriteBucket(const std::string& key,
                                                            const TakeOutcome& taken);
+  // SCRIPT LOAD of the script of `algorithm`; keeps its SHA1.
+  void LoadScript(Algorithm algorithm);
   void BeforeWrite(int attempt) const;
 
   Options options_;
   redisContext* context_ = nullptr;
-  std::string script_sha_;
+  // SHA1 of each script loaded, by algorithm.
+  std::map<Algorithm, std::string> script_shas_;
   std::string lock_owner_;  // this client's part of every lock token
   uint64_t lock_serial_ = 0;
   uint64_t rng_state_;   // backoff jitter

@@ -21,5 +21,6 @@ median() {
 # A / B to two decimals.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 
-# The number after "KEY": in a one-line JSON object on stdin.
-json() { sed -n "s/.*\"$1\": \([0-9.]*\).*/\1/p"; }
+# The value after "KEY": in a one-line JSON object on stdin: a number, or a string's text (letters,
+# digits, dots and dashes) without its quotes.
+json() { sed -n "s/.*\"$1\": \"\{0,1\}\([-0-9a-z.]*\).*/\1/p"; }

@@ -18,15 +18,10 @@
 #include "sluice/redis_store.h"
 #include "sluice/token_bucket.h"
 #include "support/redis_server.h"
+#include "support/script_with_clock.h"
 
 namespace sluice {
 namespace {
-
-void Swap(std::string& script, const std::string& from, const std::string& to) {
-  const size_t at = script.find(from);
-  ASSERT_NE(at, std::string::npos) << from;
-  script.replace(at, from.size(), to);
-}
 
 // Runs `script` (its TIME already swapped for the last two arguments) and `take`, the C++
 // mirror, on the same 400 random steps over five buckets, every call taking all five at once as
@@ -83,39 +78,13 @@ void RunRandomSchedule(const std::string& script, const std::string& key_prefix,
   }
 }
 
-// The script of `algorithm` reading the clock from its last two arguments (the codes, when
-// given, come before them), and recording each key's expiry instead of setting it, so that the
-// real clock cannot expire a bucket mid-test: the token bucket's in its hash ("ttl"), GCRA's
-// under KEY:ttl, a fixed window's end under KEY:end.
-std::string WithClockFromArguments(Algorithm algorithm) {
-  std::string script(BucketScript(algorithm));
-  Swap(script, "redis.call('TIME')", "{ARGV[#ARGV - 1], ARGV[#ARGV]}");
-  Swap(script, "local flags = ARGV[4 * #KEYS + 1] or ''",
-       "local flags = #ARGV == 4 * #KEYS + 3 and ARGV[4 * #KEYS + 1] or ''");
-  switch (algorithm) {
-    case Algorithm::kTokenBucket:
-      Swap(script, "redis.call('PEXPIRE', key,", "redis.call('HSET', key, 'ttl',");
-      break;
-    case Algorithm::kGcra:
-      Swap(script, "redis.call('SET', key, tat, 'PX', ttl)",
-           "redis.call('SET', key, tat); redis.call('SET', key .. ':ttl', ttl)");
-      break;
-    case Algorithm::kFixedWindow:
-      Swap(script, "redis.call('PEXPIRETIME', key)", "tonumber(redis.call('GET', key .. ':end'))");
-      Swap(script, "redis.call('SET', key, count, 'PXAT', window_end)",
-           "redis.call('SET', key, count); redis.call('SET', key .. ':end', window_end)");
-      break;
-  }
-  return script;
-}
-
 // The token bucket's script against `take` (TakeTokens or TakeTokensInDebt): the replies, and
 // the tokens and expiry each key holds.
 void RunTokenBucketSchedule(const std::string& key_prefix, uint64_t seed,
                             decltype(&TakeTokens) take, bool debt) {
   std::vector<std::optional<BucketState>> states(5);
   RunRandomSchedule(
-      WithClockFromArguments(Algorithm::kTokenBucket), key_prefix, seed,
+      testing::ScriptWithClockFromArguments(Algorithm::kTokenBucket), key_prefix, seed,
       [&](testing::RedisClient&, size_t i, const Limit& limit, int64_t cost, int64_t now_ms) {
         return take(states[i], limit, cost, now_ms);
       },
@@ -146,7 +115,7 @@ TEST(ScriptParityTest, DebtMatchesTheScriptOnRandomSchedules) {
 }
 
 TEST(ScriptParityTest, GcraArithmeticMatchesItsScriptOnRandomSchedules) {
-  const std::string script = WithClockFromArguments(Algorithm::kGcra);
+  const std::string script = testing::ScriptWithClockFromArguments(Algorithm::kGcra);
   std::vector<std::optional<double>> tats(5);
   RunRandomSchedule(
       script, "gcra:", 20261203,
@@ -169,7 +138,7 @@ TEST(ScriptParityTest, GcraArithmeticMatchesItsScriptOnRandomSchedules) {
 // Nothing expires: the script must itself count nothing from a key whose window has ended, as it
 // does in the millisecond before Redis drops such a key.
 TEST(ScriptParityTest, FixedWindowArithmeticMatchesItsScriptOnRandomSchedules) {
-  const std::string script = WithClockFromArguments(Algorithm::kFixedWindow);
+  const std::string script = testing::ScriptWithClockFromArguments(Algorithm::kFixedWindow);
   struct Window {
     int64_t count = 0;
     int64_t end_ms = 0;
@@ -288,7 +257,8 @@ TEST_P(CallOfChecksParityTest, OneCallOfChecksEqualsACallPerCheck) {
   const Algorithm algorithm = GetParam();
   testing::RedisServer server;
   auto client = server.Client();
-  const std::string sha = client->String({"SCRIPT", "LOAD", WithClockFromArguments(algorithm)});
+  const std::string sha =
+      client->String({"SCRIPT", "LOAD", testing::ScriptWithClockFromArguments(algorithm)});
   const std::vector<Limit> limits = algorithm == Algorithm::kFixedWindow
                                         ? std::vector<Limit>{{3, 3, 1'000}, {5, 5, 700}}
                                         : std::vector<Limit>{{3, 1, 1'000}, {5, 2, 700}};

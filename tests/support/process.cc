@@ -1,6 +1,8 @@
 #include "process.h"
 
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,14 +35,26 @@ void PrintLogTail(const std::string& path) {
 
 }  // namespace
 
-Process::Process(std::vector<std::string> argv, const std::string& log_path) : log_path_(log_path) {
+Process::Process(std::vector<std::string> argv, const std::string& log_path,
+                 const std::string& user)
+    : log_path_(log_path) {
   std::vector<char*> args;
   args.reserve(argv.size() + 1);
   for (std::string& a : argv) args.push_back(a.data());
   args.push_back(nullptr);
+  const passwd* account = nullptr;
+  if (!user.empty() && ::geteuid() == 0) {
+    account = ::getpwnam(user.c_str());
+    if (account == nullptr) throw std::runtime_error("no user " + user + " to run " + argv[0]);
+  }
   pid_ = fork();
   if (pid_ < 0) throw std::runtime_error("cannot fork");
   if (pid_ == 0) {
+    if (account != nullptr && (::setgroups(0, nullptr) != 0 || ::setgid(account->pw_gid) != 0 ||
+                               ::setuid(account->pw_uid) != 0)) {
+      _exit(126);
+    }
+    // After the change of user, which clears it.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     int null = open("/dev/null", O_RDONLY);
     int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);

@@ -14,8 +14,10 @@ namespace sluice::testing {
 
 class Process {
  public:
-  // Starts `argv` (argv[0] found on PATH or a path); stdout and stderr go to `log_path`.
-  Process(std::vector<std::string> argv, const std::string& log_path);
+  // Starts `argv` (argv[0] found on PATH or a path); stdout and stderr go to `log_path`. With a
+  // `user`, when the tests run as root, the child runs as that user (its uid and gid, no other
+  // groups; throws std::runtime_error when there is no such user): for servers that refuse root.
+  Process(std::vector<std::string> argv, const std::string& log_path, const std::string& user = "");
   ~Process();
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
