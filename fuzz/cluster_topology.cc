@@ -1,23 +1,24 @@
 // A Redis Cluster node's answers about the cluster: CLUSTER SHARDS and CLUSTER SLOTS (the slot
-// map) and MOVED/ASK redirections, as RESP bytes through hiredis's reader. A node can be
-// misconfigured, or not what it claims to be.
+// map) and MOVED/ASK redirections, as RESP bytes through the ReplyReader (RespScanner's bounds,
+// then hiredis's reader, as RedisLink reads them). A node can be misconfigured, or not what it
+// claims to be.
 #include <hiredis/hiredis.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "reply.h"
+#include "reply_reader.h"
 #include "topology.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  sluice::redis::ReaderPtr reader(redisReaderCreate());
-  if (redisReaderFeed(reader.get(), reinterpret_cast<const char*>(data), size) != REDIS_OK) {
-    return 0;
-  }
+  sluice::redis::ReplyReader reader;
+  if (!reader.Feed(reinterpret_cast<const char*>(data), size).ok()) return 0;
   for (;;) {
-    void* raw = nullptr;
-    if (redisReaderGetReply(reader.get(), &raw) != REDIS_OK || raw == nullptr) break;
-    const sluice::redis::ReplyPtr reply(static_cast<redisReply*>(raw));
+    sluice::Result<sluice::redis::ReplyPtr> next = reader.Next();
+    if (!next.ok() || *next == nullptr) break;
+    const sluice::redis::ReplyPtr reply = std::move(next).value();
     (void)sluice::cluster::ParseClusterShards(*reply, "10.0.0.1", /*tls=*/false);
     (void)sluice::cluster::ParseClusterShards(*reply, "10.0.0.1", /*tls=*/true);
     (void)sluice::cluster::ParseClusterSlots(*reply, "10.0.0.1");

@@ -1,15 +1,18 @@
-// Redis's answers to the bucket scripts: RESP bytes through hiredis's reader (as RedisLink reads
-// them) into the pipeline's handling of a call of several checks: errors classified, the shape
-// checked (IsBucketCallReply), each check's part parsed (ParseBucketReplies). The first byte
-// chooses how many checks the call had and how many ops each.
+// Redis's answers to the bucket scripts: RESP bytes through the ReplyReader (RespScanner's bounds,
+// then hiredis's reader, as RedisLink reads them) into the pipeline's handling of a call of several
+// checks: errors classified, the shape checked (IsBucketCallReply), each check's part parsed
+// (ParseBucketReplies). The first byte chooses how many checks the call had and how many ops each.
 #include <hiredis/hiredis.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "bucket_calls.h"
 #include "reply.h"
+#include "reply_reader.h"
+#include "resp_scanner.h"
 
 namespace {
 
@@ -50,16 +53,22 @@ void Handle(const redisReply& reply, const std::vector<std::vector<BucketOp>>& c
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::vector<std::vector<BucketOp>> checks = ChecksOf(data[0]);
-  sluice::redis::ReaderPtr reader(redisReaderCreate());
-  if (redisReaderFeed(reader.get(), reinterpret_cast<const char*>(data + 1), size - 1) !=
-      REDIS_OK) {
-    return 0;
+  const std::string_view bytes(reinterpret_cast<const char*>(data + 1), size - 1);
+  // The framing is read as it comes: a byte at a time, it is judged as it is whole.
+  sluice::redis::RespScanner whole;
+  sluice::redis::RespScanner pieces;
+  bool pieces_ok = true;
+  for (size_t i = 0; i < bytes.size() && pieces_ok; ++i) {
+    pieces_ok = pieces.Scan(bytes.substr(i, 1)).ok();
   }
+  if (whole.Scan(bytes).ok() != pieces_ok) __builtin_trap();
+
+  sluice::redis::ReplyReader reader;
+  if (!reader.Feed(bytes.data(), bytes.size()).ok()) return 0;
   for (;;) {
-    void* raw = nullptr;
-    if (redisReaderGetReply(reader.get(), &raw) != REDIS_OK || raw == nullptr) break;
-    const sluice::redis::ReplyPtr reply(static_cast<redisReply*>(raw));
-    Handle(*reply, checks);
+    sluice::Result<sluice::redis::ReplyPtr> reply = reader.Next();
+    if (!reply.ok() || *reply == nullptr) break;
+    Handle(**reply, checks);
   }
   return 0;
 }

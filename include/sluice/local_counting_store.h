@@ -2,6 +2,7 @@
 // are decided in the gateway, and the shared store hears from it in batches.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -21,6 +22,8 @@ struct LocalCountingStats {
   uint64_t tokens_leased = 0;    // tokens the shared store granted as leases
   uint64_t tokens_returned = 0;  // unused leased tokens given back
   uint64_t sync_failures = 0;    // syncs the store failed; their counts are sent again later
+  uint64_t evictions = 0;        // buckets forgotten at max_buckets, nearest to full first
+  uint64_t refusals = 0;         // Apply calls failed at max_buckets, every bucket owing the store
 };
 
 // A Store that decides the ops of synced and leased rules (BucketOp::counting) in this process
@@ -43,6 +46,13 @@ struct LocalCountingStats {
 //   expires and when the store is destroyed. The gateways together never admit more than the
 //   shared bucket alone would have.
 //
+// At most `max_buckets` buckets are held, whatever the number of distinct clients. Past it, a
+// new bucket takes the place of one that owes the shared store nothing (no counts unsent, no
+// leased tokens held, no call out), the one nearest to full: forgetting a bucket takes it as
+// full when next seen, so that is the least information lost. Counts owed are never forgotten:
+// when every bucket owes (a store down while a flood of distinct clients comes), an Apply that
+// needs a new bucket fails with kResourceExhausted, and the limiter's failure policy decides.
+//
 // Refunds (negative costs) give tokens back locally. ApplyAllOrNothing passes calls without
 // local ops through and answers kFailedPrecondition for others (the limiter then refunds).
 // Thread-safe. A background thread sends due syncs and returns expired leases every few
@@ -51,10 +61,13 @@ struct LocalCountingStats {
 // event loop, say), each sending its checks' calls through its own.
 class LocalCountingStore final : public Store {
  public:
+  static constexpr size_t kDefaultMaxBuckets = 1'000'000;
+
   // `clock` (a SteadyClock when null) times syncs and leases; the buckets' own clock stays the
-  // shared store's.
+  // shared store's. `max_buckets` (at least 1) bounds the buckets held.
   explicit LocalCountingStore(std::shared_ptr<Store> shared,
-                              std::shared_ptr<const Clock> clock = nullptr, bool background = true);
+                              std::shared_ptr<const Clock> clock = nullptr, bool background = true,
+                              size_t max_buckets = kDefaultMaxBuckets);
   // Sends what is counted and returns every lease, leases still in flight included when they
   // land, without waiting for the answers: the shared store must stay up to take them (call
   // Flush and wait for it first to be sure they arrived). A store made by Through() does none

@@ -82,7 +82,7 @@ Result<OpenedStores> Open(const config::StoreConfig& config,
     case config::StoreType::kMemory:
       return OpenedStores{
           std::vector<std::shared_ptr<Store>>(
-              ios.size(), std::make_shared<MemoryStore>(nullptr, config.memory_max_buckets)),
+              ios.size(), std::make_shared<MemoryStore>(nullptr, config.max_buckets)),
           [] { return true; }, nullptr};
     case config::StoreType::kRedis:
     case config::StoreType::kSentinel:

@@ -12,12 +12,14 @@
 #include <string_view>
 #include <tuple>
 
+#include "bounds_log.h"
 #include "config/config.h"
 #include "descriptor_limit.h"
 #include "http/gateway.h"
 #include "http/server.h"
 #include "open_store.h"
 #include "rls/front_end.h"
+#include "sluice/local_counting_store.h"
 #include "sluice/memory_store.h"
 #include "systemd_notify.h"
 
@@ -116,12 +118,13 @@ class Service {
     // Last: /metrics reads the other servers' counts.
     admin_ = Listen(&http::Gateway::HandleAdmin, c, c.admin_listen, "admin");
     asio::post(loops_[0], [this] { SampleStatus(); });
+    bounds_log_ = std::make_unique<BoundsLog>(loops_[0], std::chrono::seconds(10), Bounds());
     drain_timeout_ = c.drain_timeout;
     store_timeout_ = config::StoreTimeout(c.store);
     // Ready once the signals are caught, so that a reload systemd sends at once finds a handler.
     asio::post(loops_[0], [this] {
       WaitForSignals();
-      WatchMemoryBound(0);
+      bounds_log_->Start();
       Notify("READY=1");
     });
     loops_.Join();
@@ -171,21 +174,28 @@ class Service {
     return text;
   }
 
-  // Says in the log, once per interval, that the memory store is at its bound: a flood of
-  // distinct clients, or a bound too low for the real ones.
-  void WatchMemoryBound(uint64_t seen) {
-    const auto memory = std::dynamic_pointer_cast<MemoryStore>(store_.stores.front());
-    if (memory == nullptr || stopping_watch_) return;
-    const uint64_t now = memory->Evictions();
-    if (now > seen) {
-      spdlog::warn(
-          "the memory store is at store.max_buckets: {} buckets forgotten before they were full",
-          now - seen);
+  // The bounds on buckets held, for the log: the memory store's and the local counts'.
+  std::vector<BoundsLog::Counter> Bounds() {
+    std::vector<BoundsLog::Counter> bounds;
+    if (auto memory = std::dynamic_pointer_cast<MemoryStore>(store_.stores.front())) {
+      bounds.push_back(
+          {[memory] { return memory->Evictions(); },
+           "the memory store is at store.max_buckets: {} buckets forgotten before they were full"});
     }
-    watch_timer_.expires_after(std::chrono::seconds(10));
-    watch_timer_.async_wait([this, now](const boost::system::error_code& ec) {
-      if (!ec) WatchMemoryBound(now);
-    });
+    // The local counts are made anew with each configuration, their counts from 0.
+    auto local = [this](uint64_t LocalCountingStats::*count) {
+      return [this, count]() -> uint64_t {
+        const auto counts = gateway_->Current()->local_counts;
+        return counts ? counts->Stats().*count : 0;
+      };
+    };
+    bounds.push_back({local(&LocalCountingStats::evictions),
+                      "the local counts are at store.max_buckets: {} buckets that owed the store "
+                      "nothing forgotten before they were full"});
+    bounds.push_back({local(&LocalCountingStats::refusals),
+                      "the local counts are at store.max_buckets, every bucket owing the store "
+                      "counts: {} checks given the failure policy instead of a new bucket"});
+    return bounds;
   }
 
   // Tells systemd (Type=notify) the service's state; a failure is logged, never fatal.
@@ -289,8 +299,7 @@ class Service {
   // Stops accepting, lets requests in flight finish within the drain timeout, then stops.
   void Drain() {
     Notify("STOPPING=1");
-    stopping_watch_ = true;
-    watch_timer_.cancel();
+    bounds_log_->Stop();
     spdlog::info("stopping: draining {} requests in flight", InFlight());
     for (http::Server* s : {proxy_.get(), admin_.get(), check_.get()}) {
       if (s != nullptr) s->StopAccepting();
@@ -354,8 +363,7 @@ class Service {
   std::unique_ptr<rls::FrontEnd> rls_;
   std::shared_ptr<http::AccessLog> access_log_;  // null without `access_log`
   asio::signal_set signals_;
-  asio::steady_timer watch_timer_{loops_[0]};
-  bool stopping_watch_ = false;  // read and written on loop 0, as the timer is
+  std::unique_ptr<BoundsLog> bounds_log_;  // on loop 0
   std::string path_;
   std::unique_ptr<http::Server> proxy_;
   std::unique_ptr<http::Server> admin_;

@@ -64,14 +64,14 @@ const StoreFields kStoreFields[] = {
     {"memory", {"max_buckets"}},
     {"redis",
      {"url", "username", "password", "password_file", "tls", "mode", "timeout", "connect_timeout",
-      "max_in_flight"}},
+      "max_in_flight", "max_buckets"}},
     {"sentinel",
      {"sentinels", "master", "db", "username", "password", "password_file", "sentinel_username",
       "sentinel_password", "sentinel_password_file", "tls", "mode", "timeout", "connect_timeout",
-      "max_in_flight"}},
+      "max_in_flight", "max_buckets"}},
     {"cluster",
      {"nodes", "username", "password", "password_file", "tls", "mode", "timeout", "connect_timeout",
-      "max_in_flight", "refresh_interval"}},
+      "max_in_flight", "refresh_interval", "max_buckets"}},
 };
 
 // Refuses a field that `type` does not take, naming the types that do.
@@ -208,7 +208,7 @@ StoreConfig ParseStore(const YamlField& f) {
       f.Has("type") ? f["type"].OneOf({"memory", "redis", "sentinel", "cluster"}) : "memory";
   RefuseForeignFields(f, type);
   if (f.Has("max_buckets")) {
-    store.memory_max_buckets = static_cast<size_t>(f["max_buckets"].Integer(1, 1'000'000'000));
+    store.max_buckets = static_cast<size_t>(f["max_buckets"].Integer(1, 1'000'000'000));
   }
   if (type == "cluster") {
     store.type = StoreType::kCluster;

@@ -42,7 +42,9 @@ struct StoreConfig {
   // same, with `sentinel` from `sentinels`, `master` and the sentinels' credentials.
   RedisOptions redis;
   ClusterOptions cluster;  // for kCluster: from `nodes`, the credentials, `tls`, `mode`, ...
-  size_t memory_max_buckets = MemoryStore::kDefaultMaxBuckets;  // for kMemory: `max_buckets`
+  // `max_buckets`: the most a memory store holds, and on any store the most buckets of synced
+  // and leased rules counted in this process.
+  size_t max_buckets = MemoryStore::kDefaultMaxBuckets;
 
   bool operator==(const StoreConfig&) const = default;
 };

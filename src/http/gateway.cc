@@ -218,7 +218,9 @@ Status Gateway::Apply(config::Config config) {
   std::shared_ptr<LocalCountingStore> local_counts;
   if (std::any_of(config.rules.begin(), config.rules.end(),
                   [](const Rule& r) { return r.CountsLocally(); })) {
-    local_counts = std::make_shared<LocalCountingStore>(stores_.front());
+    local_counts =
+        std::make_shared<LocalCountingStore>(stores_.front(), nullptr,
+                                             /*background=*/true, config.store.max_buckets);
   }
   for (const std::shared_ptr<Store>& store : stores_) {
     Result<std::unique_ptr<Limiter>> limiter = Limiter::Create(

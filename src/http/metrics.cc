@@ -272,6 +272,14 @@ std::string Metrics::RenderLocalCounting(const LocalCountingStats& stats) {
       {{R"(kind="granted")", stats.tokens_leased}, {R"(kind="returned")", stats.tokens_returned}});
   RenderFamily(out, "sluice_sync_failures_total", "Synced counts the store could not take.",
                {{"", stats.sync_failures}});
+  RenderFamily(out, "sluice_local_counting_evictions_total",
+               "Locally counted buckets forgotten at store.max_buckets, nearest to full first, "
+               "each owing the store nothing.",
+               {{"", stats.evictions}});
+  RenderFamily(out, "sluice_local_counting_refusals_total",
+               "Checks given the failure policy because the local counts held store.max_buckets "
+               "buckets, each owing the store.",
+               {{"", stats.refusals}});
   return out;
 }
 

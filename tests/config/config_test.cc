@@ -172,14 +172,21 @@ TEST(ConfigTest, ACostFromTheResponse) {
   EXPECT_TRUE(c->rules[0].CostReported());
 }
 
-TEST(ConfigTest, AMemoryStoresBound) {
+TEST(ConfigTest, TheBoundOnBucketsHeldInTheProcess) {
   Result<Config> c = ParseConfig(
       "upstream: {address: 127.0.0.1:9000}\nstore: {type: memory, max_buckets: 5000}\nrules: []\n",
       "c");
   ASSERT_TRUE(c.ok()) << c.status().message();
-  EXPECT_EQ(c->store.memory_max_buckets, 5000u);
-  EXPECT_FALSE(ParseConfig("upstream: {address: 127.0.0.1:9000}\nstore: {type: redis, url: "
-                           "'redis://a', max_buckets: 5}\nrules: []\n",
+  EXPECT_EQ(c->store.max_buckets, 5000u);
+  // On Redis it bounds the buckets of synced and leased rules, counted in the process.
+  Result<Config> redis = ParseConfig(
+      "upstream: {address: 127.0.0.1:9000}\nstore: {type: redis, url: 'redis://a', max_buckets: "
+      "5}\nrules: []\n",
+      "c");
+  ASSERT_TRUE(redis.ok()) << redis.status().message();
+  EXPECT_EQ(redis->store.max_buckets, 5u);
+  EXPECT_FALSE(ParseConfig("upstream: {address: 127.0.0.1:9000}\nstore: {max_buckets: 0}\nrules: "
+                           "[]\n",
                            "c")
                    .ok());
 }

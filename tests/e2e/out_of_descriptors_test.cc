@@ -52,11 +52,6 @@ std::string Read(const std::string& path) {
 }
 
 TEST(OutOfDescriptorsE2eTest, AcceptingPausesAtTheLimitAndResumes) {
-#if defined(__SANITIZE_ADDRESS__)
-  // Under AddressSanitizer the held gateway logged no pause in one run of this session, not yet
-  // understood; the plain build runs it (and fails without the pause).
-  GTEST_SKIP() << "not yet reliable under AddressSanitizer";
-#endif
   Upstream upstream;
   const uint16_t proxy = FreePort();
   const uint16_t admin = FreePort();
@@ -65,7 +60,16 @@ TEST(OutOfDescriptorsE2eTest, AcceptingPausesAtTheLimitAndResumes) {
   std::ofstream(config) << "listen: 127.0.0.1:" << proxy << "\nadmin_listen: 127.0.0.1:" << admin
                         << "\nthreads: 1\nupstream: {address: 127.0.0.1:" << upstream.port()
                         << "}\nrules: []\n";
-  Process gateway({"prlimit", "--nofile=48:48", SLUICE_BINARY, "serve", "--config", config}, log);
+  std::vector<std::string> argv = {"prlimit", "--nofile=48:48", SLUICE_BINARY,
+                                   "serve",   "--config",       config};
+#if defined(__SANITIZE_ADDRESS__)
+  // UBSan's vptr check reads a vtable it has not seen before through a pipe, to learn whether the
+  // memory is readable; held at its limit, the gateway has no descriptor left for the pipe, and
+  // the check reports the vtable invalid (and used to stop the gateway as it logged the pause).
+  // That false report must not stop it: the sanitizer build lets the vptr check alone go on.
+  argv.insert(argv.begin(), {"env", "UBSAN_OPTIONS=halt_on_error=0"});
+#endif
+  Process gateway(argv, log);
   ASSERT_TRUE(WaitUntil([&] { return e2e::Healthy(admin); }, milliseconds(5000))) << Read(log);
   EXPECT_NE(Read(log).find("the limit on open files is 48"), std::string::npos) << Read(log);
 

@@ -22,8 +22,9 @@ using testing::ApplyBlocking;
 
 class LocalCountingTest : public ::testing::Test {
  protected:
-  std::unique_ptr<LocalCountingStore> Gateway() {
-    return std::make_unique<LocalCountingStore>(shared_, clock_, /*background=*/false);
+  std::unique_ptr<LocalCountingStore> Gateway(
+      size_t max_buckets = LocalCountingStore::kDefaultMaxBuckets) {
+    return std::make_unique<LocalCountingStore>(shared_, clock_, /*background=*/false, max_buckets);
   }
 
   static Rule PerKey(Counting mode, Limit limit) {
@@ -294,6 +295,84 @@ TEST_F(LocalCountingTest, AllOrNothingFallsBackToRefundWithLocalRules) {
   clock_->Advance(1000);
   gateway->Tick();
   EXPECT_EQ(SharedRemaining(kTenPerDay), 9);
+}
+
+// --- The bound on buckets held -----------------------------------------------------------
+
+// A flood of distinct keys against a bound of 4: a bucket that owes the store nothing and is far
+// from full (a real client's, synced) is never the one forgotten, and its count stays exact.
+TEST_F(LocalCountingTest, AtTheBoundTheSettledBucketNearestToFullIsForgotten) {
+  std::shared_ptr<LocalCountingStore> gateway = Gateway(4);
+  auto limiter = LimiterOn(gateway, PerKey(Counting::kSynced, kHundredPerDay));
+  for (int i = 0; i < 60; ++i) ASSERT_TRUE(limiter->CheckBlocking(request_).allowed);
+  gateway->Tick();  // synced: it owes nothing now, 40 left
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(limiter->CheckBlocking({{"key", "flood-" + std::to_string(i)}}).allowed);
+    if (i % 2 == 1) {  // the flood's buckets sync too, and are then free to go
+      clock_->Advance(1000);
+      gateway->Tick();
+    }
+  }
+  EXPECT_GE(gateway->Stats().evictions, 200u - 4u);
+  EXPECT_EQ(gateway->Stats().refusals, 0u);
+  EXPECT_EQ(limiter->CheckBlocking(request_).verdicts[0].remaining, 39);
+  clock_->Advance(1000);
+  gateway->Tick();
+  EXPECT_EQ(SharedRemaining(kHundredPerDay), 39);
+}
+
+// The store is down (its calls held unanswered) while distinct keys come: the buckets hold
+// counts it has not taken, so none is forgotten; past the bound a new bucket gets the failure
+// policy, and the buckets held go on being decided locally. Once the store answers, every count
+// reaches it and new buckets are taken again.
+TEST_F(LocalCountingTest, AtTheBoundCountsOwedAreNeverForgottenAndNewBucketsGetTheFailurePolicy) {
+  auto held = std::make_shared<HeldStore>(shared_);
+  auto gateway = std::make_shared<LocalCountingStore>(held, clock_, /*background=*/false, 4);
+  LimiterOptions closed;
+  closed.failure = FailurePolicy::kClosed;
+  auto limiter = Limiter::Create({PerKey(Counting::kSynced, kHundredPerDay)}, closed, gateway);
+  ASSERT_TRUE(limiter.ok());
+  auto check = [&](const std::string& key) { return (*limiter)->CheckBlocking({{"key", key}}); };
+  for (int k = 0; k < 4; ++k) ASSERT_TRUE(check("owed-" + std::to_string(k)).allowed);
+  gateway->Tick();  // their syncs, held: still owed
+  for (int i = 0; i < 50; ++i) {
+    const Decision d = check("new-" + std::to_string(i));
+    EXPECT_FALSE(d.allowed);
+    EXPECT_FALSE(d.checked);
+    EXPECT_EQ(d.error.code(), StatusCode::kResourceExhausted);
+  }
+  EXPECT_EQ(gateway->Stats().refusals, 50u);
+  EXPECT_EQ(gateway->Stats().evictions, 0u);
+  for (int i = 0; i < 9; ++i) ASSERT_TRUE(check("owed-0").allowed);  // decided locally still
+
+  held->Release();  // the store is back: the first syncs are answered
+  clock_->Advance(1000);
+  gateway->Tick();
+  held->Release();
+  EXPECT_EQ(SharedRemaining(kHundredPerDay, "rl:key:owed-0"), 90);
+  EXPECT_EQ(SharedRemaining(kHundredPerDay, "rl:key:owed-3"), 99);
+  EXPECT_TRUE(check("new-0").checked);
+  EXPECT_EQ(gateway->Stats().evictions, 1u);
+}
+
+// Leased tokens held are not owed counts, but the store counts them as spent: a bucket holding
+// some is kept until they go back.
+TEST_F(LocalCountingTest, AtTheBoundABucketHoldingLeasedTokensIsKept) {
+  std::shared_ptr<LocalCountingStore> gateway = Gateway(1);
+  BucketOp leased{"rl:key:k", kHundredPerDay, 10};
+  leased.counting = {Counting::kLeased, 1000, 0.5, 1000};
+  ASSERT_TRUE(ApplyBlocking(*gateway, {leased}).ok());  // a lease of 10, all spent
+  leased.cost = -5;
+  ASSERT_TRUE(ApplyBlocking(*gateway, {leased}).ok());  // 5 given back: held until it expires
+  BucketOp other = leased;
+  other.cost = 1;
+  other.key = "rl:key:other";
+  EXPECT_EQ(ApplyBlocking(*gateway, {other}).status().code(), StatusCode::kResourceExhausted);
+  clock_->Advance(1100);
+  gateway->Tick();  // the lease expired: its tokens went back, and the bucket may go
+  EXPECT_TRUE(ApplyBlocking(*gateway, {other}).ok());
+  EXPECT_EQ(gateway->Stats().evictions, 1u);
+  EXPECT_EQ(SharedRemaining(kHundredPerDay), 95);
 }
 
 }  // namespace

@@ -2,13 +2,14 @@
 
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
-#include <fstream>
 #include <future>
+
+#include "support/resident_memory.h"
 
 namespace sluice {
 namespace {
+
+using testing::ResidentBytes;
 
 const Limit kHundredPerMinute{100, 100, 60'000};
 
@@ -62,15 +63,6 @@ TEST(MemoryStoreTest, ClockSteppingBackTakesNoTokens) {
   Take(store, "k", 50);
   clock->Advance(-5'000);
   EXPECT_EQ(Take(store, "k", 0).remaining, 50);
-}
-
-// The process's resident memory, in bytes.
-size_t ResidentBytes() {
-  std::ifstream statm("/proc/self/statm");
-  size_t pages = 0;
-  size_t resident = 0;
-  statm >> pages >> resident;
-  return resident * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
 }
 
 // A flood of distinct clients (an attacker rotating API keys) against a bound: the store holds

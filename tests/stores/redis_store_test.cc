@@ -1,13 +1,17 @@
 // The Redis store against real redis-server processes: atomicity, expiry, the server's clock,
-// lost scripts, outages, authentication and pipelining.
+// lost scripts, outages, authentication, pipelining and a server's hostile replies.
 #include "sluice/redis_store.h"
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
 #include <cmath>
 #include <future>
 #include <iostream>
+#include <memory>
 #include <thread>
 
 #include "sluice/limiter.h"
@@ -625,6 +629,75 @@ TEST(RedisBadInputTest, HostileValuesBecomeSafeDistinctKeys) {
   Decision big = limiter->CheckBlocking({{"key", std::string(10 * 1024, 'x')}});
   EXPECT_FALSE(big.allowed);
   EXPECT_EQ(big.error.code(), StatusCode::kInvalidArgument);
+}
+
+// Stands where a Redis server should be (a hostile one, or a man in the middle on plain TCP)
+// and answers whatever it is sent with `answer`, keeping each connection open afterwards.
+class HostileServer {
+ public:
+  explicit HostileServer(std::string answer)
+      : answer_(std::move(answer)),
+        acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
+    Accept();
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~HostileServer() {
+    io_.stop();
+    thread_.join();
+  }
+  HostileServer(const HostileServer&) = delete;
+  HostileServer& operator=(const HostileServer&) = delete;
+
+  uint16_t port() const { return acceptor_.local_endpoint().port(); }
+  int connections() const { return connections_.load(); }
+
+ private:
+  using Socket = boost::asio::ip::tcp::socket;
+
+  void Accept() {
+    acceptor_.async_accept([this](boost::system::error_code ec, Socket socket) {
+      if (ec) return;
+      ++connections_;
+      auto peer = std::make_shared<Socket>(std::move(socket));
+      peer->async_read_some(boost::asio::buffer(scratch_), [this, peer](auto ec, size_t) {
+        if (!ec)
+          boost::asio::async_write(*peer, boost::asio::buffer(answer_), [peer](auto, size_t) {});
+      });
+      Accept();
+    });
+  }
+
+  const std::string answer_;
+  boost::asio::io_context io_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::array<char, 4096> scratch_{};
+  std::atomic<int> connections_{0};
+  std::thread thread_;
+};
+
+// The fuzzer's find: a reply whose header declares 555,555,554 elements, which hiredis 0.14
+// would calloc (4.4 GB) before any element came. The header is refused as a protocol error
+// before hiredis reads it: the connection is dropped and checks get the failure policy, on time.
+TEST(RedisBadInputTest, AReplyDeclaringGigabytesDropsTheConnection) {
+  HostileServer server("*555555554\r\n");
+  RedisOptions options;
+  options.port = server.port();
+  options.timeout = milliseconds(200);
+  options.reconnect_min = milliseconds(10);
+  auto limiter =
+      MakeLimiter(std::make_shared<RedisStore>(options), kHundredPerHour, FailurePolicy::kClosed);
+  Decision d;
+  for (int i = 0; i < 20 && d.error.message().find("555555554") == std::string::npos; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    d = limiter->CheckBlocking({{"key", "k"}});
+    EXPECT_LT(std::chrono::steady_clock::now() - start, options.timeout + milliseconds(100));
+    EXPECT_FALSE(d.checked);
+    EXPECT_FALSE(d.allowed);
+  }
+  EXPECT_NE(d.error.message().find("protocol error: an array of 555555554 elements"),
+            std::string::npos)
+      << d.error.ToString();
+  EXPECT_GE(server.connections(), 1);
 }
 
 }  // namespace

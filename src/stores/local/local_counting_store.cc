@@ -5,117 +5,33 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
-#include <limits>
 #include <mutex>
 #include <optional>
 #include <random>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <utility>
+#include <vector>
+
+#include "gather.h"
+#include "local_buckets.h"
 
 namespace sluice {
 namespace {
 
-constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+using local::Gather;
+using local::kNever;
+using local::LocalBucket;
+using local::LocalBuckets;
+using local::PerMs;
+using local::Waiter;
+
 // How often the background thread looks for due syncs and expired leases.
 constexpr auto kTickEvery = std::chrono::milliseconds(5);
-
-double PerMs(const Limit& limit) {
-  return static_cast<double>(limit.tokens) / static_cast<double>(limit.period_ms);
-}
 
 int64_t MsUntil(double tokens_short, const Limit& limit) {
   return static_cast<int64_t>(std::ceil(tokens_short / PerMs(limit)));
 }
-
-// One Apply's replies, gathered from local decisions, the shared store and other checks'
-// leases; answers once, when the last has come or on the first failure.
-class Gather {
- public:
-  Gather(size_t count, StoreCallback done)
-      : replies_(count), outstanding_(count + 1), done_(std::move(done)) {}
-
-  void Set(size_t index, const BucketReply& reply) {
-    std::unique_lock lock(mutex_);
-    replies_[index] = reply;
-    Settle(lock);
-  }
-
-  void Fail(const Status& status) {
-    std::unique_lock lock(mutex_);
-    if (error_.ok()) error_ = status;
-    Settle(lock);
-  }
-
-  // The builder's own hold: no answer before every op has been handed out.
-  void Release() {
-    std::unique_lock lock(mutex_);
-    Settle(lock);
-  }
-
- private:
-  void Settle(std::unique_lock<std::mutex>& lock) {
-    if (--outstanding_ > 0 && error_.ok()) return;
-    if (!done_) return;  // answered already, on a failure
-    StoreCallback done = std::move(done_);
-    done_ = nullptr;
-    Result<std::vector<BucketReply>> result =
-        error_.ok() ? Result<std::vector<BucketReply>>(std::move(replies_))
-                    : Result<std::vector<BucketReply>>(error_);
-    lock.unlock();
-    done(std::move(result));
-  }
-
-  std::mutex mutex_;
-  std::vector<BucketReply> replies_;
-  size_t outstanding_;
-  Status error_;
-  StoreCallback done_;
-};
-
-struct Waiter {
-  std::shared_ptr<Gather> gather;
-  size_t index = 0;
-  int64_t cost = 0;
-};
-
-// One bucket as this gateway sees it.
-struct LocalBucket {
-  Limit limit;
-  LocalCounting counting;
-  int64_t last_used_ms = 0;
-
-  // Synced: the bucket's tokens as this gateway reckons them at tokens_ms (the last sync's
-  // answer, less what was admitted since, refilled at the limit's rate), and the counts owed to
-  // the store: admitted since the last sync was sent (unsent) and carried by the sync in flight
-  // (sending). Owed counts survive a store that is down; the tokens go on refilling meanwhile.
-  double tokens = 0;
-  int64_t tokens_ms = 0;
-  int64_t unsent = 0;
-  int64_t sending = 0;
-  bool syncing = false;
-  int64_t next_sync_ms = 0;
-
-  // Leased: tokens held, until lease_expires_ms; checks waiting for the lease in flight.
-  int64_t held = 0;
-  int64_t lease_expires_ms = kNever;
-  bool leasing = false;
-  std::vector<Waiter> waiters;
-  int64_t lease_taken_ms = -1;  // when the last lease was asked for
-  int64_t lease_asked = 0;      // and how many tokens it asked for
-  // A lease that came back short found the shared bucket dry: until it has had time to refill
-  // what was asked (at most one lease ttl), checks short of tokens are rejected here rather than
-  // each asking the store for the few tokens back meanwhile.
-  int64_t dry_until_ms = 0;
-  int64_t spent_since_lease = 0;
-
-  double RefilledTokens(int64_t now) const {
-    return std::min(
-        static_cast<double>(limit.capacity),
-        tokens + static_cast<double>(std::max<int64_t>(0, now - tokens_ms)) * PerMs(limit));
-  }
-};
 
 // A call to the shared store made for one local bucket, and why.
 struct Errand {
@@ -132,25 +48,48 @@ constexpr int64_t kLeaseExpiryStepMs = 50;
 }  // namespace
 
 struct LocalCountingStore::State : std::enable_shared_from_this<State> {
+  explicit State(size_t max_buckets) : buckets(max_buckets) {}
+
   std::shared_ptr<Store> shared;  // for syncs, follow-up leases and returns
   std::shared_ptr<const Clock> clock;
 
   std::mutex mutex;
-  std::unordered_map<std::string, LocalBucket> buckets;
+  LocalBuckets buckets;
   int64_t next_due_ms = kNever;  // the soonest sync, lease expiry or bucket to forget
   bool closed = false;           // the owning store is gone: leases that land go back at once
   std::minstd_rand jitter{std::random_device{}()};
 
   std::atomic<uint64_t> local_decisions{0}, store_calls{0}, sync_calls{0}, lease_calls{0},
-      tokens_leased{0}, tokens_returned{0}, sync_failures{0};
+      tokens_leased{0}, tokens_returned{0}, sync_failures{0}, refusals{0};
 
   std::mutex ticker_mutex;
   std::condition_variable ticker_wake;
   bool stopping = false;
   std::thread ticker;
 
-  LocalBucket& BucketFor(const BucketOp& op, int64_t now) {
-    auto [it, fresh] = buckets.try_emplace(op.key);
+  // Room for the buckets `ops` would make, forgetting settled ones if need be; false when every
+  // bucket held owes the store something, and these ops must get the failure policy instead.
+  bool MakeRoomFor(const std::vector<BucketOp>& ops) {
+    auto local = [](const BucketOp& op) { return op.counting.mode != Counting::kShared; };
+    size_t fresh = 0;
+    for (auto op = ops.begin(); op != ops.end(); ++op) {
+      if (!local(*op) || buckets.Find(op->key) != buckets.end()) continue;
+      const bool named_before = std::any_of(ops.begin(), op, [&](const BucketOp& earlier) {
+        return local(earlier) && earlier.key == op->key;
+      });
+      if (!named_before) ++fresh;
+    }
+    if (buckets.HasRoom(fresh)) return true;
+    std::vector<const std::string*> keep;  // the buckets these ops name: not to be forgotten
+    for (const BucketOp& op : ops) {
+      if (!local(op)) continue;
+      if (auto it = buckets.Find(op.key); it != buckets.end()) keep.push_back(&it->first);
+    }
+    return buckets.MakeRoom(fresh, keep);
+  }
+
+  LocalBuckets::Map::iterator BucketFor(const BucketOp& op, int64_t now) {
+    auto [it, fresh] = buckets.Emplace(op.key);
     LocalBucket& b = it->second;
     if (fresh) {
       // Never seen: taken as full until the first sync, which is due at once, says otherwise.
@@ -162,7 +101,7 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
     b.limit = op.limit;  // a reloaded rule's new limit applies at once
     b.counting = op.counting;
     b.last_used_ms = now;
-    return b;
+    return it;
   }
 
   // Synced: decides from this gateway's reckoning of the bucket's tokens.
@@ -241,11 +180,17 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
   };
 
   LeaseOutcome OnLease(const std::string& key, const Result<BucketReply>& reply) {
-    LeaseOutcome out;
     std::lock_guard lock(mutex);
-    auto it = buckets.find(key);
-    if (it == buckets.end()) return out;
-    LocalBucket& b = it->second;
+    auto it = buckets.Find(key);
+    if (it == buckets.end()) return {};
+    LeaseOutcome out = LeaseLanded(key, it->second, reply);
+    buckets.Refile(it);
+    return out;
+  }
+
+  LeaseOutcome LeaseLanded(const std::string& key, LocalBucket& b,
+                           const Result<BucketReply>& reply) {
+    LeaseOutcome out;
     b.leasing = false;
     const int64_t now = clock->NowMs();
     if (!reply.ok()) {  // tokens a timed-out lease may have taken are lost: never overspent
@@ -349,7 +294,7 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
 
   void OnSync(const std::string& key, const Result<BucketReply>& reply) {
     std::lock_guard lock(mutex);
-    auto it = buckets.find(key);
+    auto it = buckets.Find(key);
     if (it == buckets.end()) return;
     LocalBucket& b = it->second;
     b.syncing = false;
@@ -363,6 +308,7 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
       if (reply.status().code() != StatusCode::kDeadlineExceeded) b.unsent += b.sending;
     }
     b.sending = 0;
+    buckets.Refile(it);
   }
 
   // The ops that send due syncs and return expired leases (all of them when `everything`), and
@@ -380,8 +326,9 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
         CollectReturn(it->first, b, now, everything, ops, errands);
       }
       if (Forgettable(b, now)) {
-        it = buckets.erase(it);
+        it = buckets.Erase(it);
       } else {
+        buckets.Refile(it);
         ++it;
       }
     }
@@ -391,8 +338,7 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
   // again: forgetting it then changes no decision. Until then it is looked at again.
   bool Forgettable(const LocalBucket& b, int64_t now) {
     const int64_t idle_ms = 2 * std::max(b.counting.sync_interval_ms, b.counting.lease_ttl_ms);
-    const bool quiet = now - b.last_used_ms > idle_ms && b.unsent == 0 && !b.syncing &&
-                       b.held == 0 && !b.leasing && b.waiters.empty();
+    const bool quiet = now - b.last_used_ms > idle_ms && b.Settled();
     const bool full = b.counting.mode != Counting::kSynced ||
                       b.RefilledTokens(now) >= static_cast<double>(b.limit.capacity);
     if (quiet && full) return true;
@@ -468,8 +414,9 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
 };
 
 LocalCountingStore::LocalCountingStore(std::shared_ptr<Store> shared,
-                                       std::shared_ptr<const Clock> clock, bool background)
-    : state_(std::make_shared<State>()), via_(shared), owner_(true) {
+                                       std::shared_ptr<const Clock> clock, bool background,
+                                       size_t max_buckets)
+    : state_(std::make_shared<State>(max_buckets)), via_(shared), owner_(true) {
   state_->shared = std::move(shared);
   state_->clock = clock ? std::move(clock) : std::make_shared<SteadyClock>();
   if (background) state_->ticker = std::thread([state = state_.get()] { state->RunTicker(); });
@@ -516,7 +463,15 @@ void LocalCountingStore::Apply(std::vector<BucketOp> ops, StoreCallback done) {
   std::vector<size_t> shared_index;  // for each forwarded shared op, its place in `ops`
   std::vector<std::string> leases;   // the buckets of the lease ops after them in `forward`
   {
-    std::lock_guard lock(state_->mutex);
+    std::unique_lock lock(state_->mutex);
+    if (!state_->MakeRoomFor(ops)) {
+      lock.unlock();
+      state_->refusals.fetch_add(1, std::memory_order_relaxed);
+      return gather->Fail(Status::ResourceExhausted(
+          "the local counts are at their bound (store.max_buckets), every bucket owing the "
+          "store counts or leased tokens: a new bucket gets the failure policy until the store "
+          "has them"));
+    }
     const int64_t now = state_->clock->NowMs();
     std::vector<BucketOp> lease_ops;
     for (size_t i = 0; i < ops.size(); ++i) {
@@ -526,7 +481,8 @@ void LocalCountingStore::Apply(std::vector<BucketOp> ops, StoreCallback done) {
         forward.push_back(std::move(op));
         continue;
       }
-      LocalBucket& b = state_->BucketFor(op, now);
+      const auto it = state_->BucketFor(op, now);
+      LocalBucket& b = it->second;
       BucketReply reply;
       if (op.counting.mode == Counting::kSynced) {
         decided.emplace_back(i, State::TakeSynced(b, op.cost, now));
@@ -541,6 +497,7 @@ void LocalCountingStore::Apply(std::vector<BucketOp> ops, StoreCallback done) {
           leases.push_back(op.key);
         }
       }
+      state_->buckets.Refile(it);
     }
     for (BucketOp& op : lease_ops) forward.push_back(std::move(op));
   }
@@ -588,8 +545,9 @@ void LocalCountingStore::Flush(const std::function<void()>& done) { state_->Send
 LocalCountingStats LocalCountingStore::Stats() const {
   auto get = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
   const State& s = *state_;
-  return {get(s.local_decisions), get(s.store_calls),     get(s.sync_calls),   get(s.lease_calls),
-          get(s.tokens_leased),   get(s.tokens_returned), get(s.sync_failures)};
+  return {get(s.local_decisions), get(s.store_calls),    get(s.sync_calls),
+          get(s.lease_calls),     get(s.tokens_leased),  get(s.tokens_returned),
+          get(s.sync_failures),   s.buckets.evictions(), get(s.refusals)};
 }
 
 }  // namespace sluice

@@ -51,7 +51,7 @@ void RedisLink::OnLocated(Result<NodeAddress> where) {
   transport_->Connect([this, keep = owner_.lock(), gen = generation_](const std::string& error) {
     if (Stale(gen) || state_ != State::kConnecting) return;
     if (!error.empty()) return Drop(Where() + ": " + error);
-    reader_.reset(redisReaderCreate());
+    reader_ = std::make_unique<ReplyReader>();
     last_read_ = std::chrono::steady_clock::now();
     ReadMore();
     listener_.OnConnected();
@@ -85,8 +85,8 @@ void RedisLink::ReadMore() {
                                              : "reading from " + Where() + ": " + ec.message());
         }
         last_read_ = std::chrono::steady_clock::now();
-        if (redisReaderFeed(reader_.get(), read_buffer_.data(), n) != REDIS_OK) {
-          return Drop("malformed reply from " + Where());
+        if (Status s = reader_->Feed(read_buffer_.data(), n); !s.ok()) {
+          return Drop("malformed reply from " + Where() + ": " + s.message());
         }
         listener_.OnData();
         if (!Stale(gen)) ReadMore();
@@ -94,11 +94,11 @@ void RedisLink::ReadMore() {
 }
 
 Result<ReplyPtr> RedisLink::NextReply() {
-  void* raw = nullptr;
-  if (reader_ == nullptr || redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
-    return Status::StoreError("malformed reply from " + Where());
-  }
-  return ReplyPtr(static_cast<redisReply*>(raw));
+  if (reader_ == nullptr) return Status::StoreError("malformed reply from " + Where());
+  Result<ReplyPtr> next = reader_->Next();
+  if (!next.ok())
+    return Status::StoreError("malformed reply from " + Where() + ": " + next.status().message());
+  return next;
 }
 
 void RedisLink::Drop(std::string reason) {

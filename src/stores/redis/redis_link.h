@@ -14,6 +14,7 @@
 
 #include "locator.h"
 #include "reply.h"
+#include "reply_reader.h"
 #include "sluice/redis_credentials.h"
 #include "transport.h"
 
@@ -72,7 +73,8 @@ class RedisLink {
   void Write(const std::string& data, std::function<void()> written);
 
   // The next complete reply read so far; null when none is complete; an error when the bytes
-  // are not RESP (the caller then drops the link).
+  // are not RESP (the caller then drops the link). Bytes that declare more than a reply may
+  // (RespLimits) drop the link as they arrive.
   Result<ReplyPtr> NextReply();
 
   // Closes the connection, tells the listener why, and connects again after a backoff.
@@ -119,7 +121,7 @@ class RedisLink {
   std::string last_error_;
   NodeAddress address_;
   std::shared_ptr<Transport> transport_;
-  ReaderPtr reader_;
+  std::unique_ptr<ReplyReader> reader_;  // one a connection
   std::array<char, 64UL * 1024> read_buffer_{};
   boost::asio::steady_timer connect_timer_;
   boost::asio::steady_timer reconnect_timer_;

@@ -1,4 +1,4 @@
-// Owning handles for hiredis's RESP reader and the replies it parses, and small readers of them.
+// An owning handle for the replies hiredis parses, and small readers of them.
 #pragma once
 
 #include <hiredis/hiredis.h>
@@ -13,11 +13,6 @@ struct ReplyDeleter {
   void operator()(redisReply* r) const { freeReplyObject(r); }
 };
 using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
-
-struct ReaderDeleter {
-  void operator()(redisReader* r) const { redisReaderFree(r); }
-};
-using ReaderPtr = std::unique_ptr<redisReader, ReaderDeleter>;
 
 inline bool IsError(const redisReply& reply) { return reply.type == REDIS_REPLY_ERROR; }
 
