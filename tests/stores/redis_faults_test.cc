@@ -5,11 +5,14 @@
 // itself soon after the fault ends. The figures go to the test's output (docs/reliability.md).
 #include <gtest/gtest.h>
 
+#include <future>
 #include <optional>
+#include <thread>
 
 #include "sluice/cluster_store.h"
 #include "sluice/key_slot.h"
 #include "sluice/limiter.h"
+#include "sluice/local_counting_store.h"
 #include "sluice/redis_store.h"
 #include "support/apply_blocking.h"
 #include "support/fault_drill.h"
@@ -133,6 +136,79 @@ TEST(RedisFaultTest, EveryFaultBetweenTheClusterStoreAndOneNodeStaysOnItsShard) 
   LimiterLoad load(store, FailurePolicy::kOpen, std::move(buckets));
   testing::Drill("cluster", proxy, load.load(), {true, true, false, false},
                  testing::EveryFault(milliseconds(400)));
+}
+
+// --- A call that a lost connection cut off ----------------------------------------------------
+
+// Writes a call through `proxy` while it holds the bytes, then lets the call reach the server
+// and ends the connection before its reply can come back (the client reads the end of the
+// stream), and heals at once: the server has applied the call, the client never heard.
+template <typename Send>
+void CutOffAfterTheServerApplied(FaultProxy& proxy, Send send) {
+  proxy.Inject(testing::Fault::kStall);
+  send();
+  std::this_thread::sleep_for(milliseconds(50));  // written, and held
+  proxy.Inject(testing::Fault::kHalfClose);
+  proxy.Heal();
+}
+
+// The cluster store tries a call again elsewhere when its node cannot be reached; a call that
+// was written and cut off may have been applied, and sending it again would charge its bucket
+// twice, however soon the connection comes back.
+TEST(RedisFaultTest, AClusterCallThatALostConnectionCutOffIsNotSentAgain) {
+  testing::RedisCluster cluster(3, 0);
+  const uint16_t primary = cluster.Primaries().front();
+  FaultProxy proxy(primary);
+  cluster.Announce(primary, proxy.port());
+  std::string key;
+  for (int i = 0; key.empty(); ++i) {
+    const std::string candidate = "rl:cut:" + std::to_string(i);
+    if (cluster.PrimaryOf(KeySlot(candidate)) == primary) key = candidate;
+  }
+  ClusterOptions options = cluster.Options();
+  options.timeout = milliseconds(1000);  // time enough for the connection to come back
+  ClusterStore store(options);
+  ASSERT_TRUE(store.WaitReady(std::chrono::seconds(10)));
+  const Limit limit{100, 1, 86'400'000};
+  ASSERT_TRUE(testing::ApplyBlocking(store, {{key, limit, 0}}).ok());
+  std::promise<Result<std::vector<BucketReply>>> cut;
+  CutOffAfterTheServerApplied(proxy, [&] {
+    store.Apply({{key, limit, 1}}, [&](auto r) { cut.set_value(std::move(r)); });
+  });
+  const Result<std::vector<BucketReply>> heard = cut.get_future().get();
+  EXPECT_EQ(heard.status().code(), StatusCode::kDeadlineExceeded) << "its fate is unknown";
+  auto now = testing::ApplyBlocking(store, {{key, limit, 0}});
+  ASSERT_TRUE(now.ok()) << now.status().ToString();
+  EXPECT_EQ(now->front().remaining, 99) << "charged once";
+}
+
+// A synced gateway sends its counts again when a sync fails, unless the sync may have been
+// applied: a sync that a lost connection cut off was.
+TEST(RedisFaultTest, SyncedCountsThatALostConnectionCutOffAreNotSentAgain) {
+  testing::RedisServer server;
+  FaultProxy proxy(server.port());
+  RedisOptions options = server.Options();
+  options.port = proxy.port();
+  options.timeout = milliseconds(1000);
+  auto redis = std::make_shared<RedisStore>(options);
+  ASSERT_TRUE(redis->WaitReady(std::chrono::seconds(5)));
+  LocalCountingStore gateway(redis, nullptr, /*background=*/false);
+  BucketOp op{"rl:key:synced", {1000, 1, 86'400'000}, 1};
+  op.counting.mode = Counting::kSynced;
+  auto flush = [&gateway] {
+    std::promise<void> flushed;
+    gateway.Flush([&] { flushed.set_value(); });
+    flushed.get_future().wait();
+  };
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(testing::ApplyBlocking(gateway, {op}).ok());
+  std::promise<void> cut;
+  CutOffAfterTheServerApplied(proxy, [&] { gateway.Flush([&] { cut.set_value(); }); });
+  cut.get_future().wait();
+  EXPECT_EQ(gateway.Stats().sync_failures, 1u);
+  ASSERT_TRUE(redis->WaitReady(std::chrono::seconds(5)));
+  flush();
+  EXPECT_EQ(std::stod(server.Client()->String({"HGET", "rl:key:synced", "tokens"})), 990)
+      << "the 10 admitted were counted once";
 }
 
 }  // namespace
