@@ -275,6 +275,7 @@ class FaultProxy::Impl {
 
   void Inject(Fault fault, std::chrono::milliseconds delay) {
     std::promise<void> done;
+    error_code listening;
     asio::post(io_, [&] {
       const bool was_refusing = state_->fault == Fault::kRefuse;
       *state_ = {fault, delay};
@@ -285,7 +286,7 @@ class FaultProxy::Impl {
         // are refused.
         ::shutdown(acceptor_.native_handle(), SHUT_RD);
       } else if (fault != Fault::kRefuse && was_refusing) {
-        acceptor_.listen();
+        acceptor_.listen(asio::socket_base::max_listen_connections, listening);
         Accept();
       }
       std::erase_if(relays_, [](const std::weak_ptr<Relay>& r) { return r.expired(); });
@@ -295,6 +296,9 @@ class FaultProxy::Impl {
       done.set_value();
     });
     done.get_future().wait();
+    if (listening) {
+      throw std::runtime_error("the fault proxy cannot listen again: " + listening.message());
+    }
   }
 
  private:
