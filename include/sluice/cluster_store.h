@@ -52,8 +52,9 @@ struct ClusterStoreStats {
 // sent to every owning primary at once over its auto-pipelined connection (a RedisStore on the
 // same io_context), and answered together when the slowest has answered. MOVED updates the slot
 // map and retries at once; ASK sends ASKING and retries once at the named node; TRYAGAIN,
-// CLUSTERDOWN, LOADING, READONLY and lost connections ask for a new slot map and retry with
-// backoff within the check's timeout. Each primary loads the script or function when connected,
+// CLUSTERDOWN, LOADING, READONLY and a node that cannot be reached ask for a new slot map and
+// retry with backoff within the check's timeout. A call that a lost connection cut off is not
+// retried: the node may have applied it. Each primary loads the script or function when connected,
 // so a new primary after a failover gets it too, and NOSCRIPT is handled per node. The slot map
 // is read over connections of its own (CLUSTER SHARDS, or CLUSTER SLOTS on older servers),
 // with TLS when the nodes speak it.

@@ -10,11 +10,14 @@
 namespace sluice {
 
 // What kind of failure a Status reports. Callers branch on the code; the message is for people.
+// Of a store's operation, kUnavailable says it was never sent, so that trying it again is safe;
+// kDeadlineExceeded that it was sent and not answered, so that it may have been applied, and
+// sending it again could apply it twice.
 enum class StatusCode {
   kOk,
   kInvalidArgument,     // the caller's input is wrong; retrying will not help
   kUnavailable,         // the store cannot be reached (down, connecting, refused)
-  kDeadlineExceeded,    // the store did not answer in time
+  kDeadlineExceeded,    // the store did not answer in time, or lost the connection first
   kResourceExhausted,   // too many checks in flight; shed load
   kStoreError,          // the store answered with an error reply
   kFailedPrecondition,  // the store cannot do this as asked (all-or-nothing across shards)

@@ -328,7 +328,8 @@ TEST(RedisOutageTest, DestroyingTheStoreCompletesPendingChecks) {
   store->Apply({{"rl:key:a", kHundredPerHour, 1}},
                [promise](auto r) { promise->set_value(std::move(r)); });
   store.reset();
-  EXPECT_EQ(future.get().status().code(), StatusCode::kUnavailable);
+  // Written to the paused server, which may still run it once it resumes: its fate is unknown.
+  EXPECT_EQ(future.get().status().code(), StatusCode::kDeadlineExceeded);
   server.Resume();
 }
 

@@ -123,7 +123,7 @@ uint16_t RedisCluster::PrimaryOf(uint16_t slot) const {
   for (size_t i = 0; i < slots->elements; ++i) {
     const redisReply& range = *slots->element[i];
     if (range.element[0]->integer <= slot && slot <= range.element[1]->integer) {
-      return static_cast<uint16_t>(range.element[2]->element[1]->integer);
+      return OwnPort(static_cast<uint16_t>(range.element[2]->element[1]->integer));
     }
   }
   return 0;
@@ -133,12 +133,44 @@ std::vector<uint16_t> RedisCluster::Primaries() const {
   std::vector<uint16_t> primaries;
   ReplyPtr slots = RedisClient(AnyRunning()).Command({"CLUSTER", "SLOTS"});
   for (size_t i = 0; i < slots->elements; ++i) {
-    const auto port = static_cast<uint16_t>(slots->element[i]->element[2]->element[1]->integer);
+    const uint16_t port =
+        OwnPort(static_cast<uint16_t>(slots->element[i]->element[2]->element[1]->integer));
     if (std::find(primaries.begin(), primaries.end(), port) == primaries.end()) {
       primaries.push_back(port);
     }
   }
   return primaries;
+}
+
+void RedisCluster::Announce(uint16_t port, uint16_t announced) {
+  EXPECT_EQ(
+      Client(port)->String({"CONFIG", "SET", "cluster-announce-port", std::to_string(announced)}),
+      "OK");
+  if (announced == port) {
+    own_ports_.erase(announced);
+  } else {
+    own_ports_[announced] = port;
+  }
+  // Gossip carries it to the others within a few pings (cluster-node-timeout is 1 s).
+  const std::string id = NodeId(port);
+  const std::string wanted = ":" + std::to_string(announced) + "@";
+  for (int i = 0; i < 250; ++i) {
+    bool everywhere = true;
+    for (const auto& [node, process] : nodes_) {
+      const std::string nodes = Client(node)->String({"CLUSTER", "NODES"});
+      const size_t line = nodes.find(id);
+      everywhere = everywhere && line != std::string::npos &&
+                   nodes.compare(nodes.find(':', line), wanted.size(), wanted) == 0;
+    }
+    if (everywhere) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ADD_FAILURE() << "the cluster did not learn that node " << port << " is at " << announced;
+}
+
+uint16_t RedisCluster::OwnPort(uint16_t named) const {
+  const auto it = own_ports_.find(named);
+  return it == own_ports_.end() ? named : it->second;
 }
 
 std::string RedisCluster::NodeId(uint16_t port) const {

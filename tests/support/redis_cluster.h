@@ -32,6 +32,12 @@ class RedisCluster {
   // with TLS).
   ClusterOptions Options() const;
 
+  // The node on `port` announces `announced` as its port from now on (cluster-announce-port),
+  // as a node behind a NAT or a proxy does: every node's slot map, and so every client, names
+  // it there, while the cluster bus still goes to the node itself. Returns once every running
+  // node names it so. The methods below go on naming the node by its own port.
+  void Announce(uint16_t port, uint16_t announced);
+
   // The port of the primary that serves `slot` now, asking a running node; 0 when none does.
   uint16_t PrimaryOf(uint16_t slot) const;
   // The ports of the primaries now.
@@ -50,12 +56,15 @@ class RedisCluster {
 
  private:
   uint16_t AnyRunning() const;
+  // A port a slot map names, as the node's own port.
+  uint16_t OwnPort(uint16_t named) const;
 
   const TlsCertificates* tls_;
   std::string dir_;
   std::vector<uint16_t> ports_;
   std::map<uint16_t, uint16_t> tls_ports_;  // plaintext port -> TLS port
   std::map<uint16_t, std::unique_ptr<Process>> nodes_;
+  std::map<uint16_t, uint16_t> own_ports_;  // announced port -> the node's own
 };
 
 }  // namespace sluice::testing

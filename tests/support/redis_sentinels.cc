@@ -37,7 +37,8 @@ size_t Elements(RedisClient& client, const std::vector<std::string>& command) {
 
 }  // namespace
 
-RedisSentinels::RedisSentinels(int replicas, int sentinels, const TlsCertificates* tls)
+RedisSentinels::RedisSentinels(int replicas, int sentinels, const TlsCertificates* tls,
+                               MasterReach reach)
     : tls_(tls),
       dir_("/tmp/sluice-test-sentinels-" + std::to_string(getpid()) + "-" +
            std::to_string(FreePort())),
@@ -58,6 +59,10 @@ RedisSentinels::RedisSentinels(int replicas, int sentinels, const TlsCertificate
                   {"--replicaof", "127.0.0.1", std::to_string(servers_.front().Announced())});
     }
     server.process = std::make_unique<RedisServer>(args);
+    if (i == 0 && reach == MasterReach::kThroughProxy) {
+      master_proxy_ = std::make_unique<FaultProxy>(server.Announced());
+      server.proxy_port = master_proxy_->port();
+    }
     servers_.push_back(std::move(server));
   }
   last_named_master_ = servers_.front().Announced();
@@ -84,7 +89,8 @@ void RedisSentinels::WriteSentinelConf(size_t i, int sentinels) const {
   conf << "port " << sentinel_ports_[i] << "\nbind 127.0.0.1\ndir " << dir_ << "\n"
        << "sentinel monitor " << kMaster << " 127.0.0.1 " << servers_.front().Announced() << " "
        << sentinels / 2 + 1 << "\n"
-       << "sentinel down-after-milliseconds " << kMaster << " 1000\n"
+       << "sentinel down-after-milliseconds " << kMaster << " " << (master_proxy_ ? 60'000 : 1000)
+       << "\n"
        << "sentinel failover-timeout " << kMaster << " 5000\n";
   if (tls_ != nullptr) {
     conf << "tls-port " << sentinel_tls_ports_[i] << "\ntls-cert-file " << tls_->server_cert()

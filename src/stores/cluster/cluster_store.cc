@@ -198,6 +198,8 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
       }
       if (cluster::IsTransientClusterError(error.message())) return Retry(call, error);
     }
+    // Unavailable: the call was never sent. One cut off by a lost connection is
+    // kDeadlineExceeded: it may have been applied, and is not sent again.
     if (error.code() == StatusCode::kUnavailable) return Retry(call, error);
     check.Finish(error);  // a timeout, overload, or an error retrying cannot fix
   }

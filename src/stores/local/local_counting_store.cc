@@ -304,7 +304,8 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
       b.tokens_ms = clock->NowMs();
     } else {
       sync_failures.fetch_add(1, std::memory_order_relaxed);
-      // A call that timed out may have been applied: sending it again could count it twice.
+      // A call that timed out, or that a lost connection cut off, may have been applied:
+      // sending it again could count it twice.
       if (reply.status().code() != StatusCode::kDeadlineExceeded) b.unsent += b.sending;
     }
     b.sending = 0;

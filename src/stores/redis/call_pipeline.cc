@@ -209,7 +209,7 @@ void CallPipeline::BecomeReady() {
 
 void CallPipeline::OnLost(const std::string& reason) {
   SetReady(false, reason);
-  FailAll(Status::Unavailable(reason));
+  FailAll(reason);
 }
 
 // A hint that the master moved: a connection to another server is dropped, failing the calls it
@@ -224,14 +224,17 @@ void CallPipeline::OnMoved(const NodeAddress& now) {
   link_.Drop("the sentinels moved the master to " + now.ToString());
 }
 
-void CallPipeline::FailAll(const Status& error) {
-  for (const Pending& p : pending_) FinishEach(p.checks, error);
+void CallPipeline::FailAll(const std::string& reason) {
+  const Status unsent = Status::Unavailable(reason);
+  const Status unknown =
+      Status::DeadlineExceeded(reason + " (no answer to a call sent: it may have been applied)");
+  for (const Pending& p : pending_) FinishEach(p.checks, p.written ? unknown : unsent);
   pending_.clear();
-  for (CheckPtr& check : waiting_) check->Finish(error);
+  for (CheckPtr& check : waiting_) check->Finish(unsent);
   waiting_.clear();
   waiting_ops_ = 0;
   for (std::vector<CheckPtr>& checks : gathered_) {
-    FinishEach(checks, error);
+    FinishEach(checks, unsent);
     checks.clear();
   }
   gathered_ops_ = 0;
@@ -254,7 +257,7 @@ void CallPipeline::Shutdown() {
   link_.Stop();
   deadline_timer_.cancel();
   SetReady(false);
-  FailAll(Status::Unavailable("the redis store is stopped"));
+  FailAll("the redis store is stopped");
 }
 
 void CallPipeline::SetReady(bool ready, const std::string& why) {
@@ -419,6 +422,7 @@ void CallPipeline::Flush() {
   if (state == RedisLink::State::kReady && calls_awaited_ < kMaxCallsAwaited) SendGathered();
   if (out_.empty()) return;
   WriteWait();
+  for (auto p = pending_.rbegin(); p != pending_.rend() && !p->written; ++p) p->written = true;
   writing_ = true;
   writing_buffer_.swap(out_);
   out_.clear();

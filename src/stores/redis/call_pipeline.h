@@ -58,13 +58,16 @@ class CallPipeline final : public std::enable_shared_from_this<CallPipeline>,
   struct Check;
   using CheckPtr = std::shared_ptr<Check>;
 
-  // A command written and not yet answered. Replies arrive in the order commands were written.
+  // A command queued for the connection and not yet answered. Replies arrive in the order
+  // commands were written.
   struct Pending {
     enum class Kind { kHandshake, kRole, kLoad, kAsking, kBucket, kWait } kind;
     // kBucket: the checks of the script call, in order; kWait: the checks written before it
     // asking for it.
     std::vector<CheckPtr> checks = {};
     Algorithm algorithm = Algorithm::kTokenBucket;  // for kLoad: which script it loads
+    // Handed to a socket write: from then on the server may have run it, answered or not.
+    bool written = false;
   };
 
   // The soonest deadline on top.
@@ -95,7 +98,11 @@ class CallPipeline final : public std::enable_shared_from_this<CallPipeline>,
   void Send(std::vector<CheckPtr> checks);
   void WriteWait();
   void Flush();
-  void FailAll(const Status& error);
+  // The connection is gone for `reason`: every check it holds fails. A check whose call was
+  // written hears kDeadlineExceeded, as after a timeout, since the server may have run it: no
+  // caller may send it again (the cluster store's retry, a synced count). The rest were never
+  // sent: kUnavailable, which a caller may retry.
+  void FailAll(const std::string& reason);
   static void FinishEach(const std::vector<CheckPtr>& checks, const Status& error);
 
   // Receiving.
