@@ -69,6 +69,8 @@ class ClusterStore final : public Store {
   // its own.
   ClusterStore(ClusterOptions options, std::shared_ptr<RedisCredentials> credentials,
                boost::asio::io_context* io);
+  // Pending checks fail; the own thread, if any, is joined as RedisStore's is (from that thread
+  // itself, later, at the latest at exit).
   ~ClusterStore() override;
 
   ClusterStore(const ClusterStore&) = delete;

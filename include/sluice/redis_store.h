@@ -70,7 +70,9 @@ class RedisStore final : public Store {
              boost::asio::io_context* io);
   // Checks still pending complete with kUnavailable (on an external io_context, when it next
   // runs; if it never runs again, they are dropped with it, uncompleted); the own thread, if
-  // any, is joined.
+  // any, is joined. On that thread itself (a callback dropped the last reference) the thread
+  // ends alone, and is joined later or, at the latest, as the process exits, which stops and
+  // joins every store's own thread still running first.
   ~RedisStore() override;
 
   RedisStore(const RedisStore&) = delete;

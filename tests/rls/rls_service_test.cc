@@ -122,7 +122,9 @@ TEST_F(RlsServiceTest, TwoProcessesSharingOneRedisAreExact) {
 }
 
 TEST_F(RlsServiceTest, MalformedRequestsAreRefusedAndNeverStopTheService) {
-  RlsProcess rls(redis_.port());
+  // The store's timeout is not under test: a slow build (under a sanitizer) takes longer than the
+  // default 50 ms for a call of 1,024 checks.
+  RlsProcess rls(redis_.port(), ", timeout: 2s");
   RateLimitResponse response;
   EXPECT_EQ(rls.Call(Request({{{"client", "a"}}}, ""), &response).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
@@ -267,7 +269,8 @@ TEST_F(RlsServiceTest, StopsUnderLoad) {
         while (!stop && rls.Call(Request({{{"client", "busy"}}}), &response).ok()) ++answered;
       });
     }
-    ASSERT_TRUE(WaitUntil([&] { return answered > 1000; }, milliseconds(5000)));
+    ASSERT_TRUE(WaitUntil([&] { return answered > 1000; }, milliseconds(5000)))
+        << answered << " calls answered";
     rls.process().Signal(SIGTERM);
     EXPECT_EQ(rls.process().Wait(milliseconds(8000)), 0) << "round " << round;
     stop = true;

@@ -69,7 +69,7 @@ TEST(MemoryStoreTest, ClockSteppingBackTakesNoTokens) {
 // no more than it, its memory stays flat, and a real client's bucket, far from full, is never
 // the one forgotten: its count stays exact.
 TEST(MemoryStoreTest, AFloodOfDistinctKeysStaysWithinTheBound) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   constexpr int64_t kKeys = 1'000'000;  // the sanitizers slow every op several times
 #else
   constexpr int64_t kKeys = 10'000'000;

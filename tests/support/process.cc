@@ -13,6 +13,7 @@
 #include <iostream>
 #include <iterator>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -23,6 +24,20 @@ namespace {
 
 // Enough for a sanitizer's report or the last few log lines, not a whole run's log.
 constexpr std::streamoff kLogTailBytes = std::streamoff{64} * 1024;
+
+// The first line of each sanitizer's report. A child's report is only in its log: a race or a
+// leak in a `sluice serve` that the test stops and never asks about would otherwise go unseen.
+constexpr std::string_view kSanitizerReports[] = {
+    "WARNING: ThreadSanitizer:", "ERROR: AddressSanitizer:", "ERROR: LeakSanitizer:",
+    "runtime error:"};
+
+bool HasSanitizerReport(const std::string& path) {
+  std::ifstream log(path, std::ios::binary);
+  const std::string text{std::istreambuf_iterator<char>(log), {}};
+  return std::any_of(
+      std::begin(kSanitizerReports), std::end(kSanitizerReports),
+      [&](std::string_view report) { return text.find(report) != std::string::npos; });
+}
 
 void PrintLogTail(const std::string& path) {
   std::ifstream log(path, std::ios::binary | std::ios::ate);
@@ -72,6 +87,7 @@ Process::~Process() {
     ::kill(pid_, SIGKILL);
     ::waitpid(pid_, nullptr, 0);
   }
+  if (HasSanitizerReport(log_path_)) ADD_FAILURE() << "a sanitizer reported in " << log_path_;
   if (::testing::Test::HasFailure()) PrintLogTail(log_path_);
 }
 

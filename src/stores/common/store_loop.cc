@@ -1,25 +1,136 @@
 #include "store_loop.h"
 
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
 namespace sluice::stores {
 
+namespace {
+
+// The own thread this thread is, if it is one.
+thread_local const StoreLoop::OwnThread* running_own_thread = nullptr;
+
+}  // namespace
+
+struct StoreLoop::OwnThread {
+  boost::asio::io_context io{1};
+  std::mutex join_mutex;  // one joiner at a time: the store's Finish, a reaping, the exit
+  std::thread thread;
+  std::atomic<bool> ended{false};  // set by the thread as its last act
+
+  // Joins the thread, unless called on it (then it ends alone).
+  void Join() {
+    std::lock_guard lock(join_mutex);
+    if (running_own_thread != this && thread.joinable()) thread.join();
+  }
+};
+
+namespace {
+
+using OwnThreadPtr = std::shared_ptr<StoreLoop::OwnThread>;
+
+// Every own thread not yet joined, so that the process can stop and join them as it exits. Made
+// at the first thread's start, after the static objects made before main and at startup (the
+// loggers'), so that its exit handler runs before those are destroyed; itself never destroyed,
+// since what the exit stopped stays with it (an io_context whose dropped handlers hold a store).
+class OwnThreads {
+ public:
+  static OwnThreads& Get() {
+    static OwnThreads* const threads = [] {
+      auto* made = new OwnThreads;
+      std::atexit([] { Get().StopAll(); });
+      return made;
+    }();
+    return *threads;
+  }
+
+  void Add(OwnThreadPtr thread) {
+    std::vector<OwnThreadPtr> ended;
+    {
+      std::lock_guard lock(mutex_);
+      ended = TakeEnded();
+      threads_.push_back(std::move(thread));
+    }
+    for (const OwnThreadPtr& t : ended) t->Join();  // each has returned from its work already
+  }
+
+  // Forgets `joined`, and those that have ended.
+  void Remove(const StoreLoop::OwnThread* joined) {
+    std::vector<OwnThreadPtr> ended;
+    {
+      std::lock_guard lock(mutex_);
+      if (exiting_) return;
+      std::erase_if(threads_, [&](const OwnThreadPtr& t) { return t.get() == joined; });
+      ended = TakeEnded();
+    }
+    for (const OwnThreadPtr& t : ended) t->Join();
+  }
+
+ private:
+  // Under mutex_. Kept while the process exits, for the reason above.
+  std::vector<OwnThreadPtr> TakeEnded() {
+    std::vector<OwnThreadPtr> ended;
+    if (exiting_) return ended;
+    auto first = std::stable_partition(threads_.begin(), threads_.end(), [](const auto& t) {
+      return !t->ended.load(std::memory_order_acquire);
+    });
+    std::move(first, threads_.end(), std::back_inserter(ended));
+    threads_.erase(first, threads_.end());
+    return ended;
+  }
+
+  void StopAll() {
+    std::vector<OwnThreadPtr> all;
+    {
+      std::lock_guard lock(mutex_);
+      exiting_ = true;
+      all = threads_;
+    }
+    // Not under mutex_: a thread stopping may end a store of another thread, which asks to be
+    // removed.
+    for (const OwnThreadPtr& t : all) {
+      t->io.stop();
+      t->Join();
+    }
+  }
+
+  std::mutex mutex_;
+  std::vector<OwnThreadPtr> threads_;
+  bool exiting_ = false;
+};
+
+}  // namespace
+
 StoreLoop::StoreLoop(boost::asio::io_context* external)
-    : own_(external != nullptr ? nullptr : std::make_unique<boost::asio::io_context>(1)),
-      io_(external != nullptr ? *external : *own_) {}
+    : own_(external != nullptr ? nullptr : std::make_shared<OwnThread>()),
+      io_(external != nullptr ? *external : own_->io) {}
+
+StoreLoop::~StoreLoop() = default;
 
 void StoreLoop::Start(std::shared_ptr<void> owner) {
   if (!own_) return;
-  work_.emplace(own_->get_executor());
-  thread_ = std::thread([this, owner = std::move(owner)] { io_.run(); });
+  work_.emplace(own_->io.get_executor());
+  OwnThread* own = own_.get();  // the list keeps it until the thread is joined
+  own->thread = std::thread([own, owner = std::move(owner)]() mutable {
+    running_own_thread = own;
+    own->io.run();
+    owner.reset();  // may destroy this StoreLoop: nothing of it is touched after
+    own->ended.store(true, std::memory_order_release);
+  });
+  OwnThreads::Get().Add(own_);
 }
 
 void StoreLoop::Finish() {
   if (!own_) return;
   work_.reset();
-  if (std::this_thread::get_id() == thread_.get_id()) {
-    thread_.detach();
-  } else if (thread_.joinable()) {
-    thread_.join();
-  }
+  if (running_own_thread == own_.get()) return;  // ends alone; joined later, as above
+  own_->Join();
+  OwnThreads::Get().Remove(own_.get());
 }
 
 }  // namespace sluice::stores
