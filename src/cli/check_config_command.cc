@@ -9,6 +9,8 @@
 #include "open_store.h"
 #include "rls/descriptor_config.h"
 #include "sluice/memory_store.h"
+#include "sluice/postgres_options.h"
+#include "sluice/quota_store.h"
 
 namespace sluice::cli {
 namespace {
@@ -27,6 +29,15 @@ const char* StoreKind(config::StoreType type) {
   return "memory";
 }
 
+// Stands for the quota store while the limiter's rules are validated: it is never asked.
+class UnaskedQuotaStore final : public QuotaStore {
+ public:
+  void Take(std::vector<QuotaOp> /*ops*/, QuotaCallback done) override {
+    done(Status::Unavailable("not asked while checking a configuration"));
+  }
+  bool Ready() const override { return false; }
+};
+
 // Everything `serve` would refuse, refused here: the file, the limiter built from it, and the
 // rate limit service's descriptor files.
 int CheckConfig(const std::string& path) {
@@ -40,8 +51,15 @@ int CheckConfig(const std::string& path) {
     fmt::print(stderr, "{}: store: {}\n", path, credentials.status().message());
     return 1;
   }
-  auto limiter =
-      Limiter::Create(c.rules, config::LimiterOptionsOf(c), std::make_shared<MemoryStore>());
+  if (c.quota_store) {
+    if (auto password = PostgresPassword(c.quota_store->postgres); !password.ok()) {
+      fmt::print(stderr, "{}: quota_store: {}\n", path, password.status().message());
+      return 1;
+    }
+  }
+  LimiterOptions options = config::LimiterOptionsOf(c);
+  if (c.quota_store) options.quota_store = std::make_shared<UnaskedQuotaStore>();
+  auto limiter = Limiter::Create(c.rules, options, std::make_shared<MemoryStore>());
   if (!limiter.ok()) {
     fmt::print(stderr, "{}: {}\n", path, limiter.status().message());
     return 1;
