@@ -24,6 +24,8 @@ constexpr milliseconds kSlowBackoff{5000};
 constexpr milliseconds kGrace{1000};
 // Where sluice_quota_set_v1 announces a changed quota.
 constexpr std::string_view kChannel = "sluice_quota";
+// The fewest ops a batch is given when what waits is shared among idle connections.
+constexpr size_t kLeastShare = 64;
 // The batch's statement, prepared on every connection.
 constexpr const char* kTakeName = "sluice_take";
 
@@ -303,10 +305,17 @@ void QuotaPool::SchedulePump() {
 void QuotaPool::Pump() {
   pump_scheduled_ = false;
   if (stopping_) return;
+  size_t idle = std::count_if(slots_.begin(), slots_.end(),
+                              [](const auto& slot) { return slot->state == SlotState::kIdle; });
   for (const auto& slot : slots_) {
     if (slot->state != SlotState::kIdle) continue;
     if (!queue_.empty()) {
-      SendBatch(*slot, options_.max_batch_ops);
+      // What waits is shared among the idle connections (64 ops each at least, so that a batch
+      // stays worth its statement): the server's backends then decide them side by side, one
+      // committing while another computes, rather than one backend all of them in turn.
+      const size_t share = std::max<size_t>(kLeastShare, (queued_ops_ + idle - 1) / idle);
+      SendBatch(*slot, std::min(options_.max_batch_ops, share));
+      --idle;
     } else if (cleanup_due_) {
       SendCleanup(*slot);
     }

@@ -6,6 +6,8 @@
 -- Functions carry a version in their names, so that gateways of two versions can share a
 -- database during an upgrade.
 SELECT pg_advisory_xact_lock(7239120569427918849);
+-- "already exists, skipping" is what a second run is expected to say; not worth a line of log.
+SET LOCAL client_min_messages = warning;
 
 -- One row per quota and window: the rule's bucket family, the attribute's value as the request
 -- carried it (any bytes: bytea needs no escaping and holds NUL), the window, and what it used.
