@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "sluice/postgres_options.h"
@@ -48,6 +50,11 @@ class QuotaAdmin {
 
   // Fails with what is wrong when the table or functions are not there, or not right.
   Status CheckShape();
+
+  // Calls `function` (get or set; $5 the clock, $6 `used` when given) on the quota's window and
+  // reads its (used, window_start, window_end).
+  Result<QuotaUsage> Call(const std::string& function, std::string_view bucket,
+                          std::string_view value, QuotaWindow window, std::optional<int64_t> used);
 
   pg_conn* conn_;
 };

@@ -1,22 +1,16 @@
 #include "sluice/quota_store.h"
 
-#include <algorithm>
 #include <set>
 #include <utility>
 
+#include "plain_name.h"
 #include "sluice/bucket_key.h"
 
 namespace sluice {
 namespace {
 
-bool IsNameChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-         c == '_' || c == '.';
-}
-
 Status CheckOp(const QuotaOp& op) {
-  if (op.bucket.empty() || op.bucket.size() > 64 ||
-      !std::all_of(op.bucket.begin(), op.bucket.end(), IsNameChar)) {
+  if (!IsPlainName(op.bucket, 64)) {
     return Status::InvalidArgument(
         "a quota's bucket must be a name of 1 to 64 letters, digits, "
         "'-', '_' and '.'");

@@ -3,17 +3,14 @@
 #include <algorithm>
 #include <string>
 
+#include "plain_name.h"
+
 namespace sluice {
 namespace {
 
 // A full refill must take less than this, so that every expiry and retry the script computes
 // is a small integer: exact in a double, and printed by Redis's Lua without an exponent.
 constexpr double kMaxRefillMs = 10.0 * 366 * 24 * 3600 * 1000;
-
-bool IsNameChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-         c == '_' || c == '.';
-}
 
 // Names, attributes and bucket families end up in keys, headers and metrics: keep them plain.
 Status CheckName(std::string_view what, std::string_view value, size_t max_length) {
@@ -22,7 +19,7 @@ Status CheckName(std::string_view what, std::string_view value, size_t max_lengt
     return Status::InvalidArgument(std::string(what) + " is longer than " +
                                    std::to_string(max_length) + " characters");
   }
-  if (!std::all_of(value.begin(), value.end(), IsNameChar)) {
+  if (!IsPlainName(value, max_length)) {
     return Status::InvalidArgument(std::string(what) + " \"" + std::string(value) +
                                    "\" may hold only letters, digits, '-', '_' and '.'");
   }

@@ -38,18 +38,20 @@ PgConnection::PgConnection(asio::io_context& io) : io_(io), socket_(io) {}
 
 PgConnection::~PgConnection() { Close(); }
 
-void PgConnection::Connect(const ConnectionParams& params, ConnectDone done) {
-  std::vector<const char*> keywords;
-  std::vector<const char*> values;
+ParamArrays::ParamArrays(const ConnectionParams& params) {
   for (const auto& [keyword, value] : params) {
     keywords.push_back(keyword.c_str());
     values.push_back(value.c_str());
   }
   keywords.push_back(nullptr);
   values.push_back(nullptr);
+}
+
+void PgConnection::Connect(const ConnectionParams& params, ConnectDone done) {
+  const ParamArrays arrays(params);
   connect_done_ = std::move(done);
   state_ = State::kConnecting;
-  conn_ = PQconnectStartParams(keywords.data(), values.data(), /*expand_dbname=*/1);
+  conn_ = PQconnectStartParams(arrays.keywords.data(), arrays.values.data(), /*expand_dbname=*/1);
   if (conn_ == nullptr || PQstatus(conn_) == CONNECTION_BAD) {
     asio::post(io_,
                [self = shared_from_this()] { self->ConnectFailed(ErrorMessage(self->conn_)); });
@@ -100,34 +102,22 @@ void PgConnection::ConnectFailed(std::string message) {
   if (done) done(Status::Unavailable(std::move(message)));
 }
 
-void PgConnection::WaitRead() {
-  if (reading_ || state_ == State::kClosed || !socket_.is_open()) return;
-  reading_ = true;
-  socket_.async_wait(
-      asio::posix::stream_descriptor::wait_read,
-      [self = shared_from_this(), generation = generation_](const boost::system::error_code& ec) {
-        if (generation != self->generation_ || self->state_ == State::kClosed) {
-          return;
-        }
-        self->reading_ = false;
-        if (ec) return self->Broken(ec.message());
-        self->OnReadable();
-      });
-}
+void PgConnection::WaitRead() { Wait(asio::posix::stream_descriptor::wait_read); }
 
-void PgConnection::WaitWrite() {
-  if (writing_ || state_ == State::kClosed || !socket_.is_open()) return;
-  writing_ = true;
-  socket_.async_wait(
-      asio::posix::stream_descriptor::wait_write,
-      [self = shared_from_this(), generation = generation_](const boost::system::error_code& ec) {
-        if (generation != self->generation_ || self->state_ == State::kClosed) {
-          return;
-        }
-        self->writing_ = false;
-        if (ec) return self->Broken(ec.message());
-        self->OnWritable();
-      });
+void PgConnection::WaitWrite() { Wait(asio::posix::stream_descriptor::wait_write); }
+
+void PgConnection::Wait(asio::posix::stream_descriptor::wait_type type) {
+  const bool read = type == asio::posix::stream_descriptor::wait_read;
+  bool& waiting = read ? reading_ : writing_;
+  if (waiting || state_ == State::kClosed || !socket_.is_open()) return;
+  waiting = true;
+  socket_.async_wait(type, [self = shared_from_this(), generation = generation_,
+                            read](const boost::system::error_code& ec) {
+    if (generation != self->generation_ || self->state_ == State::kClosed) return;
+    (read ? self->reading_ : self->writing_) = false;
+    if (ec) return self->Broken(ec.message());
+    read ? self->OnReadable() : self->OnWritable();
+  });
 }
 
 void PgConnection::OnReadable() {

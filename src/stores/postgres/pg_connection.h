@@ -26,6 +26,14 @@ using PgResult = std::unique_ptr<PGresult, ResultDeleter>;
 // libpq's connection keywords and their values ("dbname" first: it may be a whole URI).
 using ConnectionParams = std::vector<std::pair<std::string, std::string>>;
 
+// `params` as libpq's connect functions take them: keywords and values, each ending with a null;
+// they point into `params`, which must outlive them.
+struct ParamArrays {
+  explicit ParamArrays(const ConnectionParams& params);
+  std::vector<const char*> keywords;
+  std::vector<const char*> values;
+};
+
 // Not thread-safe: every call, and every callback, on the event loop's thread. Callbacks run
 // from the loop, never inside the call that gave them.
 class PgConnection : public std::enable_shared_from_this<PgConnection> {
@@ -93,6 +101,8 @@ class PgConnection : public std::enable_shared_from_this<PgConnection> {
   void ConnectFailed(std::string message);
   void WaitRead();
   void WaitWrite();
+  // Waits, once at a time for each direction, for the socket to be ready to read or write.
+  void Wait(boost::asio::posix::stream_descriptor::wait_type type);
   void OnReadable();
   void OnWritable();
   // Writes what libpq holds of the statement; waits for the socket when it cannot all go now.

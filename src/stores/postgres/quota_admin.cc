@@ -68,15 +68,9 @@ Result<std::unique_ptr<QuotaAdmin>> QuotaAdmin::Connect(const PostgresOptions& o
   postgres::ConnectionParams params = postgres::ParamsOf(options, *password);
   params.emplace_back("connect_timeout", std::to_string(std::max<int64_t>(
                                              2, (options.connect_timeout.count() + 999) / 1000)));
-  std::vector<const char*> keywords;
-  std::vector<const char*> values;
-  for (const auto& [keyword, value] : params) {
-    keywords.push_back(keyword.c_str());
-    values.push_back(value.c_str());
-  }
-  keywords.push_back(nullptr);
-  values.push_back(nullptr);
-  PGconn* conn = PQconnectdbParams(keywords.data(), values.data(), /*expand_dbname=*/1);
+  const postgres::ParamArrays arrays(params);
+  PGconn* conn =
+      PQconnectdbParams(arrays.keywords.data(), arrays.values.data(), /*expand_dbname=*/1);
   if (conn == nullptr || PQstatus(conn) != CONNECTION_OK) {
     Status error = Status::Unavailable(options.Describe() + ": " + postgres::ErrorMessage(conn));
     PQfinish(conn);
@@ -108,36 +102,33 @@ Status QuotaAdmin::Init() {
 
 Result<QuotaUsage> QuotaAdmin::Get(std::string_view bucket, std::string_view value,
                                    QuotaWindow window) {
-  if (Status s = CheckQuota(bucket, value, window); !s.ok()) return s;
-  if (Status s = CheckShape(); !s.ok()) return s;
-  std::vector<std::optional<std::string>> params = QuotaParams(bucket, value, window);
-  params.emplace_back(std::nullopt);
-  Result<PgResult> result =
-      Exec(conn_,
-           "SELECT used, floor(extract(epoch FROM window_start) * 1000)::bigint, "
-           "floor(extract(epoch FROM window_end) * 1000)::bigint "
-           "FROM sluice_quota_get_v1($1, $2::bytea, $3, $4::bigint, $5::timestamptz)",
-           params);
-  if (!result.ok()) return result.status();
-  return UsageOf(result->get());
+  return Call("sluice_quota_get_v1($1, $2::bytea, $3, $4::bigint, $5::timestamptz)", bucket, value,
+              window, std::nullopt);
 }
 
 Result<QuotaUsage> QuotaAdmin::Set(std::string_view bucket, std::string_view value,
                                    QuotaWindow window, int64_t used) {
-  if (Status s = CheckQuota(bucket, value, window); !s.ok()) return s;
   if (used < 0 || used > Limit::kMaxCapacity) {
     return Status::InvalidArgument("used must be between 0 and " +
                                    std::to_string(Limit::kMaxCapacity));
   }
+  return Call("sluice_quota_set_v1($1, $2::bytea, $3, $4::bigint, $6::bigint, $5::timestamptz)",
+              bucket, value, window, used);
+}
+
+Result<QuotaUsage> QuotaAdmin::Call(const std::string& function, std::string_view bucket,
+                                    std::string_view value, QuotaWindow window,
+                                    std::optional<int64_t> used) {
+  if (Status s = CheckQuota(bucket, value, window); !s.ok()) return s;
   if (Status s = CheckShape(); !s.ok()) return s;
   std::vector<std::optional<std::string>> params = QuotaParams(bucket, value, window);
-  params.emplace_back(std::to_string(used));
-  params.emplace_back(std::nullopt);
+  params.emplace_back(std::nullopt);  // the database's clock
+  if (used) params.emplace_back(std::to_string(*used));
   Result<PgResult> result =
       Exec(conn_,
            "SELECT used, floor(extract(epoch FROM window_start) * 1000)::bigint, "
-           "floor(extract(epoch FROM window_end) * 1000)::bigint "
-           "FROM sluice_quota_set_v1($1, $2::bytea, $3, $4::bigint, $5::bigint, $6::timestamptz)",
+           "floor(extract(epoch FROM window_end) * 1000)::bigint FROM " +
+               function,
            params);
   if (!result.ok()) return result.status();
   return UsageOf(result->get());
