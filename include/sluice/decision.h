@@ -20,6 +20,9 @@ struct RuleVerdict {
   bool charged = false;   // the request's tokens stayed taken from this bucket
   bool shadow = false;    // the rule is in shadow mode: its verdict is reported, not enforced
   Limit limit = {};       // the limit applied: the rule's, or an override's
+  // A durable rule's: milliseconds until its window ends and its count starts again (the rate
+  // limit headers' reset); 0 for other rules. Its limit's period_ms is the window's length.
+  int64_t reset_ms = 0;
 
   friend bool operator==(const RuleVerdict&, const RuleVerdict&) = default;
 };
@@ -47,6 +50,9 @@ struct Decision {
   // Asked for all-or-nothing, but the store could not decide every rule in one step (keys on
   // several cluster shards): the rules were charged together and, on a rejection, refunded.
   bool fell_back_to_refund = false;
+  // The quota store failed (an error or timeout), and its failure policy decided: `error` says
+  // why. The rate limit rules' verdicts stand.
+  bool quota_failed = false;
 };
 
 // Combines per-rule verdicts into a decision (checked, no error): allowed when every enforced

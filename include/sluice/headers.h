@@ -25,7 +25,8 @@ using Header = std::pair<std::string_view, std::string>;
 //   RateLimit: "per-key";r=42;t=1               tokens left, and seconds until the next one
 //   X-RateLimit-Limit: 100, X-RateLimit-Remaining: 42, X-RateLimit-Reset: 1
 // t (and X-RateLimit-Reset) is, for a rejected rule, its retry rounded up to whole seconds;
-// for an allowing rule that is not full, the seconds one token takes to come back; 0 when full.
+// for an allowing rule that is not full, the seconds one token takes to come back; 0 when full;
+// for a durable rule (a quota), the seconds until its window ends, and w its window's length.
 // A rejected decision also gets Retry-After. An unchecked decision, or one with no enforced
 // verdict, gets no rate limit headers.
 std::vector<Header> RateLimitHeaders(const Decision& decision, const std::vector<Rule>& rules,

@@ -12,6 +12,7 @@
 #include "sluice/async_callback.h"
 #include "sluice/decision.h"
 #include "sluice/over_limit_cache.h"
+#include "sluice/quota_store.h"
 #include "sluice/request.h"
 #include "sluice/rule.h"
 #include "sluice/status.h"
@@ -55,6 +56,15 @@ struct LimiterOptions {
   // When set, a bucket the store rejected is remembered until its retry time, and requests that
   // would take from it meanwhile are rejected without asking the store. Limiters may share one.
   std::shared_ptr<OverLimitCache> over_limit_cache = nullptr;
+  // Where durable rules (Rule::durable) count; needed when a rule is durable. A request's durable
+  // rules are asked, in one atomic take, only once every other rule has allowed it, so that a
+  // rejected request never spends quota; when one of them rejects, the other rules' tokens follow
+  // `policy` (given back under kRefund and kAllOrNothing, kept under the others). A quota the
+  // store knows to be spent is rejected without asking it or the rate limit store.
+  std::shared_ptr<QuotaStore> quota_store = nullptr;
+  // What a check decides when the quota store errors or does not answer in time: closed by
+  // default, since a quota that must never be exceeded is not waved through.
+  FailurePolicy quota_failure = FailurePolicy::kClosed;
 };
 
 // Counters of a limiter's decisions, for metrics.
@@ -67,6 +77,8 @@ struct LimiterStats {
   uint64_t invalid_requests = 0;  // requests refused for a bad attribute value
   uint64_t cache_rejections = 0;  // rejected by the over-limit cache, the store not asked
   uint64_t refund_fallbacks = 0;  // all-or-nothing checks the store could not make in one step
+  uint64_t quota_errors = 0;      // checks the quota store failed (error, timeout, overload)
+  uint64_t quota_cache_rejections = 0;  // rejected as spent quotas, no store asked
 };
 
 using DecisionCallback = std::function<void(Decision)>;
@@ -77,7 +89,8 @@ using DecisionCallback = std::function<void(Decision)>;
 class Limiter {
  public:
   // Validates every rule, and that no two rules share a name or a bucket family. Rules that
-  // count locally (synced, leased) need `store` to be a LocalCountingStore.
+  // count locally (synced, leased) need `store` to be a LocalCountingStore; durable rules need
+  // LimiterOptions::quota_store.
   static Result<std::unique_ptr<Limiter>> Create(std::vector<Rule> rules, LimiterOptions options,
                                                  std::shared_ptr<Store> store);
   ~Limiter();

@@ -80,6 +80,27 @@ enum class Algorithm {
   kFixedWindow,  // a count per clock-aligned window: INCR and PEXPIRE
 };
 
+// The window of a durable rule (Rule::durable), beside a duration: a UTC calendar period. A
+// calendar month or year is the calendar's (28 to 31 days; 365 or 366); envoyproxy/ratelimit's
+// `month` and `year` units, which Sluice's rate limit service follows, are a fixed 30 and 365 days.
+enum class CalendarPeriod {
+  kNone,   // a window of Limit::period_ms, aligned to the Unix epoch as fixed windows are
+  kDay,    // from 00:00 UTC
+  kWeek,   // from Monday 00:00 UTC (ISO 8601 weeks)
+  kMonth,  // from the 1st at 00:00 UTC
+  kYear,   // from January 1st at 00:00 UTC
+};
+
+// "day", "week", "month" or "year"; "" for kNone.
+std::string_view CalendarPeriodName(CalendarPeriod period);
+
+// The period named `name` ("day", "week", "month", "year"); kNone for any other name.
+CalendarPeriod CalendarPeriodNamed(std::string_view name);
+
+// The longest a calendar period lasts, in ms (a month 31 days, a year 366): what a durable rule
+// with that period keeps in Limit::period_ms. 0 for kNone.
+int64_t LongestPeriodMs(CalendarPeriod period);
+
 struct Rule {
   std::string name;       // for people, headers and metrics: "per-key"
   std::string attribute;  // the request attribute that keys it: "ip", "key", "header:X-Client"
@@ -105,6 +126,15 @@ struct Rule {
   // cost from the upstream response's header of this name. Token bucket rules counted in the
   // store (Counting::kShared) only.
   std::string cost_from_header = {};
+  // Counted in the quota store (LimiterOptions::quota_store) rather than the rate limit store: a
+  // fixed window (`algorithm` kFixedWindow) of `capacity` requests that is never exceeded and kept
+  // durably, for quotas that are sold or billed. Checked only once every other rule has allowed
+  // the request. Shared counting, no replica wait, no reported cost; overrides change only the
+  // capacity.
+  bool durable = false;
+  // A durable rule's window when it is a calendar period; kNone: a window of limit.period_ms.
+  // With a calendar period, limit.period_ms is LongestPeriodMs of it.
+  CalendarPeriod calendar = CalendarPeriod::kNone;
 
   // The bucket family actually used: `bucket`, or the attribute when `bucket` is empty.
   std::string_view BucketName() const { return bucket.empty() ? attribute : bucket; }

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <memory>
@@ -13,6 +14,7 @@
 #include "config/duration.h"
 #include "open_store.h"
 #include "sluice/limiter.h"
+#include "sluice/postgres_options.h"
 #include "sluice/redis_store.h"
 
 namespace sluice::cli {
@@ -36,6 +38,12 @@ struct CheckArgs {
   std::string tls_key;
   std::string tls_server_name;
   std::string password_file;
+  // Durable rules, by name, counted in the quota store at this URL.
+  std::vector<std::string> durable;
+  std::string quota_store;
+  std::string quota_password_file;
+  std::string quota_timeout = "200ms";
+  std::string quota_failure = "closed";
 };
 
 [[noreturn]] void Fail(const std::string& message) { throw CLI::ValidationError(message); }
@@ -72,7 +80,10 @@ Rule ParseRule(const std::string& spec) {
   rule.attribute = std::string(parts[1]);
   rule.limit.capacity = ParseCount(parts[2], "capacity");
   rule.limit.tokens = ParseCount(parts[3], "tokens");
-  rule.limit.period_ms = OrFail(config::ParseDurationMs(parts[4]));
+  rule.calendar = CalendarPeriodNamed(parts[4]);
+  rule.limit.period_ms = rule.calendar != CalendarPeriod::kNone
+                             ? LongestPeriodMs(rule.calendar)
+                             : OrFail(config::ParseDurationMs(parts[4]));
   if (parts.size() == 6) rule.cost = ParseCount(parts[5], "cost");
   return rule;
 }
@@ -141,11 +152,34 @@ config::StoreConfig StoreConfigOf(const CheckArgs& args) {
   return store;
 }
 
+// Marks the rules --durable names; a calendar period is for those alone.
+void MarkDurable(const CheckArgs& args, std::vector<Rule>& rules) {
+  for (const std::string& name : args.durable) {
+    auto rule =
+        std::find_if(rules.begin(), rules.end(), [&](const Rule& r) { return r.name == name; });
+    if (rule == rules.end()) Fail("--durable " + name + ": no --rule is named so");
+    rule->durable = true;
+    rule->algorithm = Algorithm::kFixedWindow;
+  }
+  if (!args.durable.empty() && args.quota_store.empty()) Fail("--durable needs --quota-store");
+}
+
 LimiterOptions LimiterOptionsOf(const CheckArgs& args) {
   LimiterOptions options;
   options.key_prefix = args.prefix;
   options.policy = OrFail(config::ParsePolicy(args.policy));
   options.failure = OrFail(config::ParseFailurePolicy(args.failure));
+  options.quota_failure = OrFail(config::ParseFailurePolicy(args.quota_failure));
+  if (!args.quota_store.empty()) {
+    config::QuotaStoreConfig quota;
+    quota.postgres.url = args.quota_store;
+    OrFail(ParsePostgresUrl(args.quota_store));
+    quota.postgres.password_file = args.quota_password_file;
+    quota.postgres.timeout =
+        std::chrono::milliseconds(OrFail(config::ParseDurationMs(args.quota_timeout)));
+    quota.postgres.pool = 1;
+    options.quota_store = OrFail(OpenQuotaStore(quota));
+  }
   return options;
 }
 
@@ -166,6 +200,7 @@ void Print(int n, const Decision& d, const Limiter& limiter) {
 void Run(const CheckArgs& args) {
   std::vector<Rule> rules;
   for (const std::string& spec : args.rules) rules.push_back(ParseRule(spec));
+  MarkDurable(args, rules);
   Request request = ParseRequest(args.attributes);
   const auto interval = std::chrono::milliseconds(OrFail(config::ParseDurationMs(args.interval)));
   auto limiter = OrFail(
@@ -203,8 +238,21 @@ void AddCheckCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--failure", args->failure, "open or closed")->capture_default_str();
   cmd->add_option("--prefix", args->prefix, "bucket key prefix")->capture_default_str();
-  cmd->add_option("--rule", args->rules, "name:attribute:capacity:tokens:period[:cost]")
+  cmd->add_option("--rule", args->rules,
+                  "name:attribute:capacity:tokens:period[:cost]; a durable rule's period may be "
+                  "day, week, month or year")
       ->required();
+  cmd->add_option("--durable", args->durable,
+                  "count this rule (by name) in the quota store, never exceeded");
+  cmd->add_option("--quota-store", args->quota_store,
+                  "the quota store of durable rules: postgresql://user@host:port/dbname");
+  cmd->add_option("--quota-password-file", args->quota_password_file,
+                  "read the quota store's password from this file");
+  cmd->add_option("--quota-timeout", args->quota_timeout, "per-check timeout of the quota store")
+      ->capture_default_str();
+  cmd->add_option("--quota-failure", args->quota_failure,
+                  "when the quota store fails: open or closed")
+      ->capture_default_str();
   cmd->add_option("--attr", args->attributes, "request attribute, name=value");
   cmd->add_option("--count", args->count, "how many times to check")
       ->capture_default_str()

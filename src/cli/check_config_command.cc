@@ -11,6 +11,8 @@
 #include "rls/descriptor_config.h"
 #include "sluice/local_counting_store.h"
 #include "sluice/memory_store.h"
+#include "sluice/postgres_options.h"
+#include "sluice/quota_store.h"
 
 namespace sluice::cli {
 namespace {
@@ -29,6 +31,15 @@ const char* StoreKind(config::StoreType type) {
   return "memory";
 }
 
+// Stands for the quota store while the limiter's rules are validated: it is never asked.
+class UnaskedQuotaStore final : public QuotaStore {
+ public:
+  void Take(std::vector<QuotaOp> /*ops*/, QuotaCallback done) override {
+    done(Status::Unavailable("not asked while checking a configuration"));
+  }
+  bool Ready() const override { return false; }
+};
+
 // Everything `serve` would refuse, refused here: the file, the limiter built from it, and the
 // rate limit service's descriptor files.
 int CheckConfig(const std::string& path) {
@@ -42,14 +53,22 @@ int CheckConfig(const std::string& path) {
     fmt::print(stderr, "{}: store: {}\n", path, credentials.status().message());
     return 1;
   }
-  // The store stands in for the configured one; rules that count locally get local counts in
-  // front of it, as `serve` gives them.
+  if (c.quota_store) {
+    if (auto password = PostgresPassword(c.quota_store->postgres); !password.ok()) {
+      fmt::print(stderr, "{}: quota_store: {}\n", path, password.status().message());
+      return 1;
+    }
+  }
+  // The stores stand in for the configured ones; rules that count locally get local counts in
+  // front of the store, as `serve` gives them.
   std::shared_ptr<Store> store = std::make_shared<MemoryStore>();
   if (std::any_of(c.rules.begin(), c.rules.end(),
                   [](const Rule& r) { return r.CountsLocally(); })) {
     store = std::make_shared<LocalCountingStore>(store);
   }
-  auto limiter = Limiter::Create(c.rules, config::LimiterOptionsOf(c), store);
+  LimiterOptions options = config::LimiterOptionsOf(c);
+  if (c.quota_store) options.quota_store = std::make_shared<UnaskedQuotaStore>();
+  auto limiter = Limiter::Create(c.rules, options, store);
   if (!limiter.ok()) {
     fmt::print(stderr, "{}: {}\n", path, limiter.status().message());
     return 1;

@@ -8,6 +8,7 @@
 #include "check_command.h"
 #include "check_config_command.h"
 #include "demo_upstream_command.h"
+#include "quota_command.h"
 #include "serve_command.h"
 #include "version.h"
 
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
     sluice::cli::AddCheckConfigCommand(app);
     sluice::cli::AddServeCommand(app);
     sluice::cli::AddDemoUpstreamCommand(app);
+    sluice::cli::AddQuotaCommand(app);
     CLI11_PARSE(app, argc, argv);
     return 0;
   } catch (const std::exception& e) {

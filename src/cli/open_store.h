@@ -7,6 +7,7 @@
 
 #include "config/config.h"
 #include "http/event_loops.h"
+#include "sluice/postgres_quota_store.h"
 #include "sluice/redis_credentials.h"
 #include "sluice/status.h"
 #include "sluice/store.h"
@@ -36,5 +37,11 @@ Result<OpenedStores> OpenStores(const config::StoreConfig& config, http::EventLo
 
 // Reads the credentials `config` names (null for the memory store), as OpenStores will.
 Result<std::shared_ptr<RedisCredentials>> LoadCredentials(const config::StoreConfig& config);
+
+// The quota store `config` names, given up to its connect timeout to become ready. A table of the
+// wrong shape, a password file that cannot be read or a password the server refuses fail here,
+// with the reason: a clear error at start rather than every durable check failing. A server that
+// cannot be reached is logged, and durable rules follow quota_store.failure until it answers.
+Result<std::shared_ptr<PostgresQuotaStore>> OpenQuotaStore(const config::QuotaStoreConfig& config);
 
 }  // namespace sluice::cli

@@ -53,10 +53,11 @@ RlsServers(const config::Config& c) {
 bool SameFixedParts(const config::Config& a, const config::Config& b) {
   return a.listen == b.listen && a.check_listen == b.check_listen &&
          a.admin_listen == b.admin_listen && a.threads == b.threads && a.upstream == b.upstream &&
-         a.store == b.store && a.max_body_bytes == b.max_body_bytes &&
-         a.max_header_bytes == b.max_header_bytes && a.header_timeout == b.header_timeout &&
-         a.max_connections == b.max_connections && a.drain_timeout == b.drain_timeout &&
-         a.proxy == b.proxy && a.access_log == b.access_log && RlsServers(a) == RlsServers(b);
+         a.store == b.store && a.quota_store == b.quota_store &&
+         a.max_body_bytes == b.max_body_bytes && a.max_header_bytes == b.max_header_bytes &&
+         a.header_timeout == b.header_timeout && a.max_connections == b.max_connections &&
+         a.drain_timeout == b.drain_timeout && a.proxy == b.proxy && a.access_log == b.access_log &&
+         RlsServers(a) == RlsServers(b);
 }
 
 // The running gateway. Members are destroyed before the event loops they use (loops_ first in
@@ -69,7 +70,12 @@ class Service {
     Result<OpenedStores> opened = OpenStores(config.store, loops_);
     if (!opened.ok()) throw std::runtime_error(opened.status().message());
     store_ = std::move(opened).value();
-    gateway_ = std::make_unique<http::Gateway>(store_.stores, store_.ready);
+    if (config.quota_store) {
+      Result<std::shared_ptr<PostgresQuotaStore>> quota = OpenQuotaStore(*config.quota_store);
+      if (!quota.ok()) throw std::runtime_error(quota.status().message());
+      quota_store_ = std::move(quota).value();
+    }
+    gateway_ = std::make_unique<http::Gateway>(store_.stores, store_.ready, quota_store_);
     if (Status s = gateway_->Apply(config); !s.ok()) throw std::runtime_error(s.message());
     if (config.rls) {
       auto rls = rls::FrontEnd::Create(config, store_.stores, gateway_->top_rejected());
@@ -263,9 +269,8 @@ class Service {
     }
     if (!SameFixedParts(gateway_->Current()->config, *next)) {
       spdlog::error(
-          "reload refused: listen addresses, threads, limits, timeouts, the upstream, the store "
-          "and "
-          "the access log need a restart");
+          "reload refused: listen addresses, threads, limits, timeouts, the upstream, the store, "
+          "the quota store and the access log need a restart");
       return false;
     }
     std::shared_ptr<const rls::DescriptorMatcher> descriptors;
@@ -284,6 +289,15 @@ class Service {
       if (Status s = store_.credentials->Reload(); !s.ok()) {
         spdlog::error("reload refused, the running configuration and credentials stay: {}",
                       s.message());
+        return false;
+      }
+    }
+    if (quota_store_) {
+      if (Status s = quota_store_->ReloadPassword(); !s.ok()) {
+        spdlog::error(
+            "reload refused, the running configuration and credentials stay: "
+            "quota_store: {}",
+            s.message());
         return false;
       }
     }
@@ -357,7 +371,8 @@ class Service {
 
   http::EventLoops loops_;
   OpenedStores store_;
-  std::shared_ptr<std::atomic<bool>> flushed_;  // set when local counts reached the store
+  std::shared_ptr<PostgresQuotaStore> quota_store_;  // null without quota_store
+  std::shared_ptr<std::atomic<bool>> flushed_;       // set when local counts reached the store
   std::chrono::steady_clock::time_point flush_deadline_;
   std::unique_ptr<http::Gateway> gateway_;
   std::unique_ptr<rls::FrontEnd> rls_;

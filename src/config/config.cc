@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "config/quota_store_config.h"
 #include "config/yaml_field.h"
 
 namespace sluice::config {
@@ -260,10 +261,15 @@ std::string ParseRuleKey(const YamlField& f) {
   f.Fail("\"" + key + "\" is not one of ip | key | tenant | header:NAME");
 }
 
-Limit ParseLimit(const YamlField& f, Limit base) {
+// A calendar period (a durable rule's) is kept as its longest length.
+Limit ParseLimit(const YamlField& f, Limit base, CalendarPeriod calendar = CalendarPeriod::kNone) {
   if (f.Has("capacity")) base.capacity = f["capacity"].Integer(1, Limit::kMaxCapacity);
   base.tokens = f.Has("tokens") ? f["tokens"].Integer(1, Limit::kMaxCapacity) : base.capacity;
-  if (f.Has("period")) base.period_ms = f["period"].Duration().count();
+  if (calendar != CalendarPeriod::kNone) {
+    base.period_ms = LongestPeriodMs(calendar);
+  } else if (f.Has("period")) {
+    base.period_ms = f["period"].Duration().count();
+  }
   return base;
 }
 
@@ -292,7 +298,7 @@ void ParseCounting(const YamlField& f, LocalCounting& counting) {
 Rule ParseRule(const YamlField& f) {
   f.ExpectMap({"name", "key", "bucket", "capacity", "tokens", "period", "cost", "cost_from",
                "shadow", "match", "overrides", "wait", "algorithm", "counting", "sync_interval",
-               "lease"});
+               "lease", "durable"});
   for (const char* required : {"name", "key", "capacity", "period"}) {
     if (!f.Has(required)) f.Fail(std::string("needs a ") + required);
   }
@@ -300,7 +306,8 @@ Rule ParseRule(const YamlField& f) {
   rule.name = f["name"].String();
   rule.attribute = ParseRuleKey(f["key"]);
   if (f.Has("bucket")) rule.bucket = f["bucket"].String();
-  rule.limit = ParseLimit(f, {});
+  rule.calendar = ParseCalendarPeriod(f);
+  rule.limit = ParseLimit(f, {}, rule.calendar);
   if (f.Has("cost")) rule.cost = f["cost"].Integer(0, Limit::kMaxCapacity);
   if (f.Has("shadow")) rule.shadow = f["shadow"].Bool();
   if (f.Has("cost_from")) {
@@ -316,6 +323,7 @@ Rule ParseRule(const YamlField& f) {
                      : algorithm == "fixed-window" ? Algorithm::kFixedWindow
                                                    : Algorithm::kTokenBucket;
   }
+  ParseDurable(f, rule);
   ParseCounting(f, rule.counting);
   if (f.Has("wait")) {
     YamlField wait = f["wait"];
@@ -494,7 +502,8 @@ Config Parse(const YamlField& root, const std::string& source) {
                   "key_prefix",       "hash_tag_values",  "max_body_bytes",
                   "max_header_bytes", "header_timeout",   "drain_timeout",
                   "max_connections",  "over_limit_cache", "rls",
-                  "debug_top",        "near_limit_ratio", "access_log"});
+                  "debug_top",        "near_limit_ratio", "access_log",
+                  "quota_store"});
   Config config;
   config.source = source;
   auto endpoint = [&](const char* name) {
@@ -551,9 +560,11 @@ Config Parse(const YamlField& root, const std::string& source) {
   if (root.Has("access_log")) config.access_log = ParseAccessLog(root["access_log"]);
   if (root.Has("rls")) config.rls = ParseRls(root["rls"], source, config.failure);
   if (root.Has("debug_top")) config.debug_top = ParseDebugTop(root["debug_top"]);
+  if (root.Has("quota_store")) config.quota_store = ParseQuotaStore(root["quota_store"]);
   if (root.Has("rules")) {
     config.rules = ParseRules(root["rules"]);
     CheckReplicaWaits(config, root["rules"]);
+    CheckDurableRules(config.rules, config.quota_store.has_value(), root["rules"]);
   } else if (!config.rls) {
     root.Fail("needs rules (an empty list checks nothing)");
   }
@@ -610,6 +621,7 @@ std::chrono::milliseconds StoreTimeout(const StoreConfig& store) {
 
 LimiterOptions LimiterOptionsOf(const Config& config) {
   LimiterOptions options{config.key_prefix, config.hash_tag_values, config.policy, config.failure};
+  if (config.quota_store) options.quota_failure = config.quota_store->failure;
   if (config.over_limit_cache_keys > 0) {
     options.over_limit_cache = std::make_shared<OverLimitCache>(std::make_shared<SteadyClock>(),
                                                                 config.over_limit_cache_keys);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/network.h"
+#include "config/quota_store_config.h"
 #include "config/rls_config.h"
 #include "sluice/cluster_store.h"
 #include "sluice/headers.h"
@@ -94,6 +95,7 @@ struct Config {
   bool proxy = true;
   StoreConfig store;
   FailurePolicy failure = FailurePolicy::kOpen;
+  std::optional<QuotaStoreConfig> quota_store;  // where durable rules count, when any is
   MultiRulePolicy policy = MultiRulePolicy::kChargeAll;
   HeaderStyles headers;
   ClientConfig client;
@@ -123,7 +125,7 @@ Result<FailurePolicy> ParseFailurePolicy(std::string_view name);
 Result<ScriptMode> ParseScriptMode(std::string_view name);
 
 // The limiter options `config` asks for, with a new over-limit cache when it asks for one (the
-// limiters of one configuration share it).
+// limiters of one configuration share it); no quota store (the caller opens it once for all).
 LimiterOptions LimiterOptionsOf(const Config& config);
 
 // Parses and validates `yaml`; errors read "SOURCE:LINE: FIELD: what is wrong".

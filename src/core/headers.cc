@@ -5,8 +5,10 @@ namespace {
 
 int64_t CeilSeconds(int64_t ms) { return RetryAfterSeconds(ms); }
 
-// Seconds until the verdict's bucket can take one more request.
+// Seconds until the verdict's bucket can take one more request; for a durable rule's quota, until
+// its window ends and its count starts again.
 int64_t SecondsToNextToken(const RuleVerdict& v) {
+  if (v.reset_ms > 0) return CeilSeconds(v.reset_ms);
   if (!v.allowed) return CeilSeconds(v.retry_ms);
   if (v.remaining >= v.limit.capacity) return 0;
   return CeilSeconds((v.limit.period_ms + v.limit.tokens - 1) / v.limit.tokens);

@@ -3,17 +3,14 @@
 #include <algorithm>
 #include <string>
 
+#include "plain_name.h"
+
 namespace sluice {
 namespace {
 
 // A full refill must take less than this, so that every expiry and retry the script computes
 // is a small integer: exact in a double, and printed by Redis's Lua without an exponent.
 constexpr double kMaxRefillMs = 10.0 * 366 * 24 * 3600 * 1000;
-
-bool IsNameChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-         c == '_' || c == '.';
-}
 
 // Names, attributes and bucket families end up in keys, headers and metrics: keep them plain.
 Status CheckName(std::string_view what, std::string_view value, size_t max_length) {
@@ -22,7 +19,7 @@ Status CheckName(std::string_view what, std::string_view value, size_t max_lengt
     return Status::InvalidArgument(std::string(what) + " is longer than " +
                                    std::to_string(max_length) + " characters");
   }
-  if (!std::all_of(value.begin(), value.end(), IsNameChar)) {
+  if (!IsPlainName(value, max_length)) {
     return Status::InvalidArgument(std::string(what) + " \"" + std::string(value) +
                                    "\" may hold only letters, digits, '-', '_' and '.'");
   }
@@ -73,7 +70,77 @@ Status CheckCounting(const LocalCounting& counting, Algorithm algorithm) {
   return {};
 }
 
+// A durable rule is a fixed window that the quota store keeps: what it cannot do is refused.
+Status CheckDurable(const Rule& rule) {
+  if (!rule.durable) {
+    if (rule.calendar == CalendarPeriod::kNone) return {};
+    return Status::InvalidArgument("a calendar period (day, week, month, year) needs durable");
+  }
+  if (rule.algorithm != Algorithm::kFixedWindow) {
+    return Status::InvalidArgument("a durable rule is a fixed window");
+  }
+  if (rule.counting.mode != Counting::kShared || rule.wait.replicas > 0 || rule.CostReported()) {
+    return Status::InvalidArgument(
+        "a durable rule is counted in the quota store: no local counting, replica wait or "
+        "reported cost");
+  }
+  const int64_t period_ms = rule.calendar == CalendarPeriod::kNone ? rule.limit.period_ms
+                                                                   : LongestPeriodMs(rule.calendar);
+  if (rule.limit.period_ms != period_ms) {
+    return Status::InvalidArgument("a calendar period's limit must be of " +
+                                   std::to_string(period_ms) + " ms");
+  }
+  for (const auto& [value, limit] : rule.overrides) {
+    if (limit.period_ms != period_ms) {
+      return Status::InvalidArgument("override \"" + value +
+                                     "\": a durable rule's overrides change only the capacity");
+    }
+  }
+  return {};
+}
+
 }  // namespace
+
+std::string_view CalendarPeriodName(CalendarPeriod period) {
+  switch (period) {
+    case CalendarPeriod::kDay:
+      return "day";
+    case CalendarPeriod::kWeek:
+      return "week";
+    case CalendarPeriod::kMonth:
+      return "month";
+    case CalendarPeriod::kYear:
+      return "year";
+    case CalendarPeriod::kNone:
+      break;
+  }
+  return "";
+}
+
+CalendarPeriod CalendarPeriodNamed(std::string_view name) {
+  for (CalendarPeriod period : {CalendarPeriod::kDay, CalendarPeriod::kWeek, CalendarPeriod::kMonth,
+                                CalendarPeriod::kYear}) {
+    if (name == CalendarPeriodName(period)) return period;
+  }
+  return CalendarPeriod::kNone;
+}
+
+int64_t LongestPeriodMs(CalendarPeriod period) {
+  constexpr int64_t kDayMs = 24LL * 3600 * 1000;
+  switch (period) {
+    case CalendarPeriod::kDay:
+      return kDayMs;
+    case CalendarPeriod::kWeek:
+      return 7 * kDayMs;
+    case CalendarPeriod::kMonth:
+      return 31 * kDayMs;
+    case CalendarPeriod::kYear:
+      return 366 * kDayMs;
+    case CalendarPeriod::kNone:
+      break;
+  }
+  return 0;
+}
 
 Status Limit::Validate() const {
   if (Status s = CheckRange("capacity", capacity, 1, kMaxCapacity); !s.ok()) return s;
@@ -123,6 +190,7 @@ Status Rule::Validate() const {
         "a cost reported after the fact needs a token bucket counted in the store (it may go "
         "into debt)"));
   }
+  if (Status s = CheckDurable(*this); !s.ok()) return in_rule(s);
   if (wait.replicas > 0 && wait.timeout_ms == 0) {
     return in_rule(
         Status::InvalidArgument("a wait for replicas needs a timeout (0 waits forever)"));

@@ -66,16 +66,16 @@ bhttp::status RejectionStatus(const Decision& decision) {
   return decision.checked ? bhttp::status::too_many_requests : bhttp::status::service_unavailable;
 }
 
-// What a client is told of an error: its own bad input whole, a store's trouble only as that
-// (the store's address and error text are for the log and metrics, never for clients).
-std::string PublicError(const Status& error) {
-  if (error.code() == StatusCode::kInvalidArgument) return error.ToString();
-  return "rate limit store unavailable";
+// What a client is told of a decision's error: its own bad input whole, a store's trouble only as
+// that (the store's address and error text are for the log and metrics, never for clients).
+std::string PublicError(const Decision& decision) {
+  if (decision.error.code() == StatusCode::kInvalidArgument) return decision.error.ToString();
+  return decision.quota_failed ? "quota store unavailable" : "rate limit store unavailable";
 }
 
 // The rejection's body: the rule that rejected and when to come back.
 std::string RejectionBody(const Decision& decision, const std::vector<Rule>& rules) {
-  if (!decision.checked) return json{{"error", PublicError(decision.error)}}.dump() + "\n";
+  if (!decision.checked) return json{{"error", PublicError(decision)}}.dump() + "\n";
   json body = {{"error", "too many requests"}, {"retry_after", decision.retry_after_s}};
   if (decision.rejecting) {
     const RuleVerdict& r = decision.verdicts[*decision.rejecting];
@@ -171,7 +171,7 @@ std::string DecisionJson(const Decision& decision, const std::vector<Rule>& rule
     out["rejected_by"] = rules[r.rule].name;
     out["retry_ms"] = r.retry_ms;
   }
-  if (!decision.error.ok()) out["error"] = PublicError(decision.error);
+  if (!decision.error.ok()) out["error"] = PublicError(decision);
   if (decision.fell_back_to_refund) out["policy"] = "refund";  // all-or-nothing could not be
   return out.dump();
 }
@@ -206,12 +206,20 @@ void Gateway::LogAccess(std::string_view client, std::string_view method, std::s
   access_log_->Write(entry);
 }
 
-Gateway::Gateway(std::vector<std::shared_ptr<Store>> stores, std::function<bool()> ready)
-    : stores_(std::move(stores)), ready_(std::move(ready)) {}
+Gateway::Gateway(std::vector<std::shared_ptr<Store>> stores, std::function<bool()> ready,
+                 std::shared_ptr<QuotaStore> quota_store)
+    : stores_(std::move(stores)), ready_(std::move(ready)), quota_store_(std::move(quota_store)) {}
+
+std::optional<std::string> Gateway::Unready() const {
+  if (!ready_()) return "store unreachable";
+  if (quota_store_ && !quota_store_->Ready()) return "quota store unreachable";
+  return std::nullopt;
+}
 
 Status Gateway::Apply(config::Config config) {
   std::vector<std::unique_ptr<Limiter>> limiters;
-  const LimiterOptions options = config::LimiterOptionsOf(config);  // one cache for all loops
+  LimiterOptions options = config::LimiterOptionsOf(config);  // one cache for all loops
+  options.quota_store = quota_store_;
   // Rules that count locally share one set of local counts and leases per process, kept as
   // long as this configuration is; each loop's checks reach the store through its own
   // connection, syncs and returns through the first loop's.
@@ -278,7 +286,10 @@ Awaitable<Decision> Gateway::Decide(const Snapshot& snapshot, const Request& req
       snapshot.config.near_limit_ratio, took);
   if (decision.shadow_rejections > 0) LogShadowRejections(decision, snapshot.rules());
   if (!decision.allowed && decision.checked) RecordRejectedValues(snapshot, request, decision);
-  if (!decision.checked && decision.error.code() != StatusCode::kInvalidArgument) {
+  if (decision.quota_failed) {
+    store_errors_.Warn("quota store unavailable, quota_store.failure decides",
+                       decision.error.ToString());
+  } else if (!decision.checked && decision.error.code() != StatusCode::kInvalidArgument) {
     store_errors_.Warn("rate limit store unavailable, the failure policy decides",
                        decision.error.ToString());
   }
@@ -457,6 +468,9 @@ std::string Gateway::MetricsText() const {
     if (i > 0 && stores_[i] == stores_[i - 1]) continue;  // one store shared by every loop
     for (StoreNodeStatus& node : stores_[i]->Nodes()) nodes.push_back(std::move(node));
   }
+  if (quota_store_) {
+    for (StoreNodeStatus& node : quota_store_->Nodes()) nodes.push_back(std::move(node));
+  }
   std::string text = metrics_.Render(gauges_ ? gauges_() : std::vector<GaugeValue>{}, nodes);
   if (const auto& local = Current()->local_counts) {
     text += Metrics::RenderLocalCounting(local->Stats());
@@ -480,9 +494,9 @@ Awaitable<HttpResponse> Gateway::HandleAdmin(HttpRequest request, const Peer& /*
   }
   if (target == "/healthz") co_return MakeResponse(bhttp::status::ok, "ok\n");
   if (target == "/readyz") {
-    const bool ready = ready_();
-    co_return MakeResponse(ready ? bhttp::status::ok : bhttp::status::service_unavailable,
-                           ready ? "ready\n" : "store unreachable\n");
+    const std::optional<std::string> unready = Unready();
+    co_return MakeResponse(unready ? bhttp::status::service_unavailable : bhttp::status::ok,
+                           unready.value_or("ready") + "\n");
   }
   if (target == "/metrics") {
     co_return MakeResponse(bhttp::status::ok, MetricsText(), "text/plain; version=0.0.4");
@@ -579,7 +593,7 @@ std::optional<HttpResponse> Gateway::StatusRoute(const HttpRequest& request) con
       }
     }
     const Health health{
-        ready_(),
+        !Unready(),
         std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - started_).count()};
     std::string body;
     {

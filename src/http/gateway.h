@@ -8,6 +8,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 
 #include "config/config.h"
 #include "http/access_log.h"
@@ -18,6 +20,7 @@
 #include "http/throttled_log.h"
 #include "http/upstream.h"
 #include "sluice/limiter.h"
+#include "sluice/quota_store.h"
 #include "sluice/store.h"
 
 namespace sluice::http {
@@ -42,8 +45,10 @@ struct Snapshot {
 class Gateway {
  public:
   // `stores` holds each event loop's store (the same one for all, or one connection each);
-  // `ready` says whether the store can be reached now, for /readyz.
-  Gateway(std::vector<std::shared_ptr<Store>> stores, std::function<bool()> ready);
+  // `ready` says whether the store can be reached now, for /readyz. `quota_store`, when given, is
+  // where durable rules count (one for every loop), and /readyz asks it too.
+  Gateway(std::vector<std::shared_ptr<Store>> stores, std::function<bool()> ready,
+          std::shared_ptr<QuotaStore> quota_store = nullptr);
 
   // Builds the limiters for `config` and puts them in force; on error nothing changes.
   Status Apply(config::Config config);
@@ -95,6 +100,9 @@ class Gateway {
   Awaitable<Decision> Decide(const Snapshot& snapshot, const Request& request, size_t loop,
                              double* seconds = nullptr);
 
+  // Why the gateway is not ready ("store unreachable", "quota store unreachable"); none when it is.
+  std::optional<std::string> Unready() const;
+
   // The access log's line for a request answered `status`, when there is an access log.
   void LogAccess(std::string_view client, std::string_view method, std::string_view path,
                  unsigned status, const Decision& decision, const std::vector<Rule>& rules,
@@ -128,6 +136,7 @@ class Gateway {
 
   std::vector<std::shared_ptr<Store>> stores_;
   std::function<bool()> ready_;
+  std::shared_ptr<QuotaStore> quota_store_;
   std::vector<std::unique_ptr<UpstreamPool>> upstreams_;
   mutable std::mutex mutex_;
   std::shared_ptr<const Snapshot> current_;

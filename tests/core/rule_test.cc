@@ -72,3 +72,52 @@ TEST_P(RuleRejectsTest, WithAClearMessage) {
 
 }  // namespace
 }  // namespace sluice
+
+namespace sluice {
+namespace {
+
+Rule DurableMonthly() {
+  Rule rule{"monthly", "tenant", "", {1000, 1000, LongestPeriodMs(CalendarPeriod::kMonth)}, 1};
+  rule.durable = true;
+  rule.algorithm = Algorithm::kFixedWindow;
+  rule.calendar = CalendarPeriod::kMonth;
+  return rule;
+}
+
+TEST(DurableRuleTest, ACalendarQuotaIsValid) {
+  EXPECT_TRUE(DurableMonthly().Validate().ok());
+  EXPECT_EQ(CalendarPeriodNamed("week"), CalendarPeriod::kWeek);
+  EXPECT_EQ(CalendarPeriodNamed("1w"), CalendarPeriod::kNone);
+  EXPECT_EQ(CalendarPeriodName(CalendarPeriod::kYear), "year");
+  EXPECT_EQ(LongestPeriodMs(CalendarPeriod::kYear), 366LL * 24 * 3600 * 1000);
+}
+
+TEST(DurableRuleTest, WhatADurableRuleCannotBeIsRefused) {
+  Rule not_durable = DurableMonthly();
+  not_durable.durable = false;
+  EXPECT_FALSE(not_durable.Validate().ok());  // a calendar period without durable
+  Rule bucket = DurableMonthly();
+  bucket.algorithm = Algorithm::kTokenBucket;
+  EXPECT_FALSE(bucket.Validate().ok());
+  Rule leased = DurableMonthly();
+  leased.counting.mode = Counting::kLeased;
+  EXPECT_FALSE(leased.Validate().ok());
+  Rule waits = DurableMonthly();
+  waits.wait = {1, 10};
+  EXPECT_FALSE(waits.Validate().ok());
+  Rule reported = DurableMonthly();
+  reported.cost_from_header = "X-Tokens";
+  EXPECT_FALSE(reported.Validate().ok());
+  Rule wrong_period = DurableMonthly();
+  wrong_period.limit.period_ms = 1000;
+  EXPECT_FALSE(wrong_period.Validate().ok());
+  Rule override_period = DurableMonthly();
+  override_period.overrides.emplace("big", Limit{5000, 5000, 1000});
+  EXPECT_FALSE(override_period.Validate().ok());
+  Rule override_capacity = DurableMonthly();
+  override_capacity.overrides.emplace("big", Limit{5000, 5000, override_capacity.limit.period_ms});
+  EXPECT_TRUE(override_capacity.Validate().ok());
+}
+
+}  // namespace
+}  // namespace sluice

@@ -44,7 +44,7 @@ versioned() {  # PACKAGE_PREFIX: whether Depends has a package of that name with
   done
   return 1
 }
-for lib in libc6 libstdc++6 libhiredis libssl libyaml-cpp libgrpc++; do
+for lib in libc6 libstdc++6 libhiredis libpq5 libssl libyaml-cpp libgrpc++; do
   versioned "$lib" || fail "Depends lacks $lib: $depends"
 done
 grep -q "init-system-helpers" <<<"$depends" || fail "Depends lacks init-system-helpers: $depends"

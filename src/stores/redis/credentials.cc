@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "password_file.h"
 #include "sluice/cluster_store.h"
 #include "sluice/redis_credentials.h"
 #include "tls_context.h"
@@ -11,37 +12,11 @@ namespace sluice {
 
 namespace {
 
-// A password file's content, one trailing newline dropped; a secret is short, so a large file is
-// a mistake (a certificate, a log) rather than a password.
-Result<std::string> ReadPasswordFile(const char* field, const std::string& path) {
-  constexpr std::streamsize kMaxBytes = 64 * 1024;
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return Status::InvalidArgument(std::string(field) + " " + path +
-                                   ": cannot be read: " + std::strerror(errno));
-  }
-  std::string text(static_cast<size_t>(kMaxBytes) + 1, '\0');
-  file.read(text.data(), kMaxBytes + 1);
-  if (file.bad()) {
-    return Status::InvalidArgument(std::string(field) + " " + path + ": cannot be read");
-  }
-  text.resize(static_cast<size_t>(file.gcount()));
-  if (text.size() > static_cast<size_t>(kMaxBytes)) {
-    return Status::InvalidArgument(std::string(field) + " " + path + ": larger than 64 KiB");
-  }
-  if (text.ends_with("\r\n")) {
-    text.resize(text.size() - 2);
-  } else if (text.ends_with('\n')) {
-    text.pop_back();
-  }
-  return text;
-}
-
 // `inline_value`, or the content of `file` when one is named.
 Result<std::string> Secret(const std::string& inline_value, const char* field,
                            const std::string& file) {
   if (file.empty()) return inline_value;
-  return ReadPasswordFile(field, file);
+  return stores::ReadPasswordFile(field, file);
 }
 
 }  // namespace

@@ -1,0 +1,64 @@
+// Quotas known to be spent until their window ends: a gateway that was told "no, this tenant's
+// monthly quota is used up" answers that tenant's next requests itself, without a statement to
+// the database each, as the over-limit cache does for rate limits.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "sluice/clock.h"
+#include "sluice/quota_store.h"
+
+namespace sluice {
+
+// Thread-safe and bounded: past `max_keys` live entries, new ones are not remembered (the store is
+// asked instead), so that a flood of distinct spent quotas cannot grow it without bound. A
+// window's count only grows, so a count seen is a floor for the rest of the window; what lowers
+// it (`sluice quota set` and `reset`) must Forget the quota.
+class SpentQuotas {
+ public:
+  SpentQuotas(std::shared_ptr<const Clock> clock, size_t max_keys);
+
+  // Remembers, when `reply` says `op` did not fit, the count it saw, until the reply's window
+  // ends. `asked_ms` is the clock's time when the op was sent: the window's end is counted from
+  // then, so that it is never kept past the store's end of the window.
+  void Remember(const QuotaOp& op, const QuotaReply& reply, int64_t asked_ms);
+
+  // The reply an enforced `op` with a positive cost would get from the store, when the count
+  // remembered for its quota and window leaves no room for its cost; none otherwise.
+  std::optional<QuotaReply> Rejection(const QuotaOp& op) const;
+
+  // Forgets the quota of `bucket` and `value`, in whatever window.
+  void Forget(std::string_view bucket, std::string_view value);
+
+  // Forgets everything: when what would Forget a quota may have been missed.
+  void Clear();
+
+  size_t size() const;
+
+ private:
+  struct Entry {
+    QuotaWindow window;
+    QuotaReply reply;  // as the store gave it
+    int64_t asked_ms;  // the clock when it was asked
+    int64_t until_ms;  // the clock when the window ends, at the latest
+  };
+
+  static std::string Key(std::string_view bucket, std::string_view value);
+
+  // Drops the entries whose window has ended; with the lock held.
+  void DropEnded(int64_t now) const;
+
+  const std::shared_ptr<const Clock> clock_;
+  const size_t max_keys_;
+  mutable std::mutex mutex_;
+  mutable std::unordered_map<std::string, Entry> entries_;  // "<bucket>:<value>"
+};
+
+}  // namespace sluice

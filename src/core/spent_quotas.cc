@@ -1,0 +1,75 @@
+#include "sluice/spent_quotas.h"
+
+#include <algorithm>
+#include <iterator>
+
+namespace sluice {
+
+SpentQuotas::SpentQuotas(std::shared_ptr<const Clock> clock, size_t max_keys)
+    : clock_(std::move(clock)), max_keys_(max_keys) {}
+
+std::string SpentQuotas::Key(std::string_view bucket, std::string_view value) {
+  // A bucket is a name without ':', so the first ':' ends it.
+  std::string key;
+  key.reserve(bucket.size() + 1 + value.size());
+  key.append(bucket).append(1, ':').append(value);
+  return key;
+}
+
+void SpentQuotas::Remember(const QuotaOp& op, const QuotaReply& reply, int64_t asked_ms) {
+  if (reply.allowed || reply.window_end_ms <= reply.now_ms) return;
+  const int64_t until = asked_ms + (reply.window_end_ms - reply.now_ms);
+  const int64_t now = clock_->NowMs();
+  if (until <= now) return;
+  std::string key = Key(op.bucket, op.value);
+  std::lock_guard lock(mutex_);
+  if (entries_.size() >= max_keys_ && !entries_.contains(key)) {
+    DropEnded(now);
+    if (entries_.size() >= max_keys_) return;
+  }
+  entries_.insert_or_assign(std::move(key), Entry{op.window, reply, asked_ms, until});
+}
+
+std::optional<QuotaReply> SpentQuotas::Rejection(const QuotaOp& op) const {
+  if (!op.enforced || op.cost <= 0) return std::nullopt;
+  const int64_t now = clock_->NowMs();
+  std::lock_guard lock(mutex_);
+  auto it = entries_.find(Key(op.bucket, op.value));
+  if (it == entries_.end()) return std::nullopt;
+  const Entry& entry = it->second;
+  if (entry.until_ms <= now) {
+    entries_.erase(it);
+    return std::nullopt;
+  }
+  // Another window (the rule was reconfigured), or a limit raised since: the store decides.
+  if (entry.window != op.window || entry.reply.used + op.cost <= op.limit) return std::nullopt;
+  QuotaReply reply = entry.reply;
+  reply.allowed = false;
+  reply.charged = false;
+  // The store's clock moved on as this one did; never past the window's end.
+  reply.now_ms = std::min(reply.window_end_ms - 1, reply.now_ms + (now - entry.asked_ms));
+  return reply;
+}
+
+void SpentQuotas::Forget(std::string_view bucket, std::string_view value) {
+  std::lock_guard lock(mutex_);
+  entries_.erase(Key(bucket, value));
+}
+
+void SpentQuotas::Clear() {
+  std::lock_guard lock(mutex_);
+  entries_.clear();
+}
+
+size_t SpentQuotas::size() const {
+  std::lock_guard lock(mutex_);
+  return entries_.size();
+}
+
+void SpentQuotas::DropEnded(int64_t now) const {
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    it = it->second.until_ms <= now ? entries_.erase(it) : std::next(it);
+  }
+}
+
+}  // namespace sluice

@@ -1,0 +1,149 @@
+// The engine of a PostgreSQL quota store: a pool of connections on a thread of its own, checks
+// gathered into batches (group commit), deadlines, reconnection, the table's setup, the
+// deletion of ended windows, and notices of changed quotas.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "pg_connection.h"
+#include "sluice/latency_histogram.h"
+#include "sluice/postgres_options.h"
+#include "sluice/postgres_quota_store.h"
+#include "sluice/quota_store.h"
+#include "sluice/spent_quotas.h"
+#include "store_loop.h"
+
+namespace sluice::postgres {
+
+// Every member is used on the pool's thread, apart from those that say otherwise.
+class QuotaPool : public std::enable_shared_from_this<QuotaPool> {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  QuotaPool(PostgresOptions options, std::function<std::string()> test_clock);
+
+  // Reads the password and starts the thread and the connections.
+  void Start();
+  // Fails what waits with kUnavailable, closes the connections and joins the thread.
+  void Stop();
+
+  // From any thread.
+  void Submit(std::vector<QuotaOp> ops, QuotaCallback done);
+  std::optional<QuotaReply> KnownRejection(const QuotaOp& op) const;
+  bool Ready() const { return ready_.load(std::memory_order_acquire); }
+  Status WaitReady(std::chrono::milliseconds timeout) const;
+  std::string LastError() const;
+  bool Refused() const;
+  Status ReloadPassword();
+  PostgresQuotaStats Stats() const;
+  LatencyCounts RoundTrips() const { return round_trips_.Counts(); }
+  const PostgresOptions& options() const { return options_; }
+
+ private:
+  struct Check {
+    std::vector<QuotaOp> ops;
+    QuotaCallback done;  // empty once answered
+    Clock::time_point deadline;
+    int64_t asked_ms = 0;  // the spent-quota memory's clock at submission
+  };
+
+  enum class SlotState { kDown, kConnecting, kSettingUp, kIdle, kBusy };
+
+  // One connection of the pool.
+  struct Slot {
+    explicit Slot(boost::asio::io_context& io) : timer(io) {}
+    std::shared_ptr<PgConnection> connection;
+    SlotState state = SlotState::kDown;
+    std::vector<std::unique_ptr<Check>> batch;  // the statement in flight's checks
+    Clock::time_point sent;
+    boost::asio::steady_timer timer;  // connect timeout, backoff, or the batch's deadline
+    std::chrono::milliseconds backoff{0};
+    bool listening = false;
+    unsigned generation = 0;  // raised at each new connection: older callbacks are stale
+  };
+
+  void Enqueue(std::unique_ptr<Check> check);
+  void Connect(Slot& slot);
+  void SetUp(Slot& slot, unsigned generation);
+  void CheckShape(Slot& slot, unsigned generation, bool created);
+  void Listen(Slot& slot, unsigned generation);
+  // Prepares the batch's statement on the connection, then makes it idle.
+  void PrepareTake(Slot& slot, unsigned generation);
+  void BecomeIdle(Slot& slot);
+  // The connection of `slot` is gone (or given up on): its checks in flight fail with `error`, and
+  // it connects again after a backoff.
+  void Down(Slot& slot, const Status& error, bool refused = false);
+  // Sends what waits, a batch per idle connection; the deletion of ended windows when nothing
+  // waits.
+  void Pump();
+  // Pump, once the handlers already queued on the loop have run: the checks submitted meanwhile
+  // (a burst of requests, or the next checks of callers that were just answered) then go
+  // together in one statement rather than the first of them alone.
+  void SchedulePump();
+  // Sends the checks at the queue's front, up to `max_ops` ops (at least one check), on `slot`.
+  void SendBatch(Slot& slot, size_t max_ops);
+  void OnBatch(Slot& slot, unsigned generation, Result<std::vector<PgResult>> results);
+  void SendCleanup(Slot& slot);
+  // Fails the checks of `slot`'s batch whose deadline has passed, and gives up on a connection
+  // that has not answered well past the deadline.
+  void OnBatchTimer(Slot& slot, unsigned generation);
+  void ArmBatchTimer(Slot& slot);
+  // Fails the waiting checks whose deadline has passed.
+  void ExpireQueue();
+  void ArmQueueTimer();
+  void ScheduleCleanup(std::chrono::milliseconds after);
+  void OnNotice(std::string_view payload);
+  // Whether some connection is up or on its way up: checks may wait for it.
+  bool MayAnswer() const;
+  void SetReady();
+  void SetLastError(const std::string& error, bool refused);
+  std::string TestClock() const;
+  std::chrono::milliseconds Jittered(std::chrono::milliseconds base);
+
+  const PostgresOptions options_;
+  const std::function<std::string()> test_clock_;
+  const std::string where_;  // Describe(), for messages
+  std::shared_ptr<SteadyClock> clock_ = std::make_shared<SteadyClock>();
+  SpentQuotas spent_;
+  stores::StoreLoop loop_{nullptr};
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::deque<std::unique_ptr<Check>> queue_;
+  size_t queued_ops_ = 0;
+  boost::asio::steady_timer queue_timer_;
+  boost::asio::steady_timer cleanup_timer_;
+  bool cleanup_due_ = false;
+  bool pump_scheduled_ = false;
+  bool set_up_ = false;  // some connection found (or made) the table in the right shape
+  bool listener_ = false;
+  bool stopping_ = false;
+  std::minstd_rand random_{std::random_device{}()};
+  LatencyHistogram round_trips_;
+
+  // Read from any thread.
+  std::atomic<bool> ready_{false};
+  mutable std::mutex mutex_;
+  mutable std::condition_variable changed_;
+  std::string password_;    // under mutex_
+  std::string last_error_;  // under mutex_
+  Status fatal_;            // under mutex_: what no retry fixes (a table of the wrong shape)
+  bool refused_ = false;    // under mutex_: the server refused the credentials last time
+  std::atomic<uint64_t> statements_{0};
+  std::atomic<uint64_t> checks_{0};
+  std::atomic<uint64_t> connects_{0};
+  std::atomic<uint64_t> timeouts_{0};
+  std::atomic<uint64_t> errors_{0};
+  std::atomic<uint64_t> cleaned_{0};
+};
+
+}  // namespace sluice::postgres

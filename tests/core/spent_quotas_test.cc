@@ -1,0 +1,104 @@
+#include "sluice/spent_quotas.h"
+
+#include <gtest/gtest.h>
+
+namespace sluice {
+namespace {
+
+const QuotaOp kOp{"monthly", "org_acme", 100, 1, {CalendarPeriod::kMonth, 0}, true};
+
+// The store's answer that the quota had `used` in a window that ends `left_ms` after `now_ms`.
+QuotaReply Rejected(int64_t used, int64_t left_ms, int64_t now_ms = 5'000'000) {
+  return {false, false, used, now_ms - 1000, now_ms + left_ms, now_ms};
+}
+
+TEST(SpentQuotasTest, ASpentQuotaIsRejectedUntilItsWindowEnds) {
+  auto clock = std::make_shared<ManualClock>(0);
+  SpentQuotas spent(clock, 10);
+  spent.Remember(kOp, Rejected(100, 60'000), 0);
+  std::optional<QuotaReply> known = spent.Rejection(kOp);
+  ASSERT_TRUE(known);
+  EXPECT_FALSE(known->allowed);
+  EXPECT_EQ(known->used, 100);
+  clock->Advance(59'999);
+  known = spent.Rejection(kOp);
+  ASSERT_TRUE(known);
+  EXPECT_EQ(known->window_end_ms - known->now_ms, 1);  // the store's clock, moved on
+  clock->Advance(1);
+  EXPECT_FALSE(spent.Rejection(kOp));
+  EXPECT_EQ(spent.size(), 0U);
+}
+
+TEST(SpentQuotasTest, TheWindowEndIsCountedFromWhenTheCheckWasAsked) {
+  auto clock = std::make_shared<ManualClock>(1000);
+  SpentQuotas spent(clock, 10);
+  // Asked at 0, answered at 1000: the window ended 60 s after the store decided, at most 60 s
+  // after the question.
+  spent.Remember(kOp, Rejected(100, 60'000), 0);
+  clock->Set(60'000);
+  EXPECT_FALSE(spent.Rejection(kOp));
+}
+
+TEST(SpentQuotasTest, OnlyWhatCannotFitIsRejected) {
+  auto clock = std::make_shared<ManualClock>(0);
+  SpentQuotas spent(clock, 10);
+  spent.Remember(kOp, Rejected(98, 60'000), 0);  // a cost of 5 did not fit
+  EXPECT_FALSE(spent.Rejection(kOp));            // a cost of 1 may
+  QuotaOp five = kOp;
+  five.cost = 3;
+  EXPECT_TRUE(spent.Rejection(five));
+  QuotaOp raised = five;
+  raised.limit = 200;  // a reload raised the limit
+  EXPECT_FALSE(spent.Rejection(raised));
+  QuotaOp shadow = five;
+  shadow.enforced = false;
+  EXPECT_FALSE(spent.Rejection(shadow));
+  QuotaOp look = five;
+  look.cost = 0;
+  EXPECT_FALSE(spent.Rejection(look));
+  QuotaOp daily = five;
+  daily.window = {CalendarPeriod::kDay, 0};  // the rule's window changed
+  EXPECT_FALSE(spent.Rejection(daily));
+}
+
+TEST(SpentQuotasTest, AllowedRepliesAreNotRemembered) {
+  auto clock = std::make_shared<ManualClock>(0);
+  SpentQuotas spent(clock, 10);
+  QuotaReply allowed = Rejected(100, 60'000);
+  allowed.allowed = true;
+  spent.Remember(kOp, allowed, 0);
+  EXPECT_EQ(spent.size(), 0U);
+}
+
+TEST(SpentQuotasTest, ForgetAndClearDropWhatARestWouldMakeWrong) {
+  auto clock = std::make_shared<ManualClock>(0);
+  SpentQuotas spent(clock, 10);
+  spent.Remember(kOp, Rejected(100, 60'000), 0);
+  QuotaOp other = kOp;
+  other.value = "org_other";
+  spent.Remember(other, Rejected(100, 60'000), 0);
+  spent.Forget("monthly", "org_acme");
+  EXPECT_FALSE(spent.Rejection(kOp));
+  EXPECT_TRUE(spent.Rejection(other));
+  spent.Clear();
+  EXPECT_FALSE(spent.Rejection(other));
+}
+
+TEST(SpentQuotasTest, ItHoldsNoMoreThanItsBound) {
+  auto clock = std::make_shared<ManualClock>(0);
+  SpentQuotas spent(clock, 2);
+  for (int i = 0; i < 5; ++i) {
+    QuotaOp op = kOp;
+    op.value = "v" + std::to_string(i);
+    spent.Remember(op, Rejected(100, 1000 * (i + 1)), 0);
+  }
+  EXPECT_EQ(spent.size(), 2U);
+  clock->Set(1500);  // the first has ended: room for another
+  QuotaOp late = kOp;
+  late.value = "late";
+  spent.Remember(late, Rejected(100, 60'000, 5'000'000), 1500);
+  EXPECT_TRUE(spent.Rejection(late));
+}
+
+}  // namespace
+}  // namespace sluice
