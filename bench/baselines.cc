@@ -76,6 +76,8 @@ std::string_view MethodName(Method method) {
       return "postgres-sync";
     case Method::kPostgresAsync:
       return "postgres-async";
+    case Method::kPostgresQuotaStore:
+      return "postgres-quota-store";
     case Method::kMemcachedIncr:
       return "memcached-incr";
     case Method::kMemcachedCas:
@@ -95,6 +97,7 @@ Server ServerOf(Method method) {
   switch (method) {
     case Method::kPostgresSync:
     case Method::kPostgresAsync:
+    case Method::kPostgresQuotaStore:
       return Server::kPostgres;
     case Method::kMemcachedIncr:
     case Method::kMemcachedCas:
@@ -105,7 +108,8 @@ Server ServerOf(Method method) {
 }
 
 bool IsFixedWindow(Method method) {
-  return method == Method::kScriptFixedWindow || method == Method::kMemcachedIncr;
+  return method == Method::kScriptFixedWindow || method == Method::kMemcachedIncr ||
+         method == Method::kPostgresQuotaStore;
 }
 
 Client::Client(const std::string& host, uint16_t port, Options options)

@@ -46,10 +46,12 @@ enum class Method {
   kLock,
   kScript,
   kScriptFixedWindow,
-  kPostgresSync,   // postgres_baseline.h, synchronous_commit on
-  kPostgresAsync,  // the same, synchronous_commit off
-  kMemcachedIncr,  // memcached_baseline.h: a fixed window by incr
-  kMemcachedCas,   // a token bucket by a gets/cas loop
+  kPostgresSync,        // postgres_baseline.h, synchronous_commit on
+  kPostgresAsync,       // the same, synchronous_commit off
+  kPostgresQuotaStore,  // Sluice's quota store (method_client.h): durable fixed windows, group
+                        // commit
+  kMemcachedIncr,       // memcached_baseline.h: a fixed window by incr
+  kMemcachedCas,        // a token bucket by a gets/cas loop
 };
 
 inline constexpr Method kAllMethods[] = {Method::kSeparate,
@@ -59,11 +61,12 @@ inline constexpr Method kAllMethods[] = {Method::kSeparate,
                                          Method::kScriptFixedWindow,
                                          Method::kPostgresSync,
                                          Method::kPostgresAsync,
+                                         Method::kPostgresQuotaStore,
                                          Method::kMemcachedIncr,
                                          Method::kMemcachedCas};
 
 // "separate", "watch", "lock", "script", "script-fixed-window", "postgres-sync",
-// "postgres-async", "memcached-incr", "memcached-cas".
+// "postgres-async", "postgres-quota-store", "memcached-incr", "memcached-cas".
 std::string_view MethodName(Method method);
 std::optional<Method> ParseMethod(std::string_view name);
 

@@ -24,6 +24,8 @@
 #include <vector>
 
 #include "method_client.h"
+#include "sluice/postgres_options.h"
+#include "sluice/postgres_quota_store.h"
 
 namespace sluice::baselines {
 namespace {
@@ -52,6 +54,7 @@ struct Args {
   // Each server's process (PostgreSQL's postmaster), whose CPU time a check costs; 0: not
   // measured.
   std::map<Server, pid_t> server_pids;
+  std::string postgres_url;  // the same PostgreSQL as a URI, for postgres-quota-store
 };
 
 struct Totals {
@@ -116,6 +119,18 @@ int64_t WallClockMs() {
       .count();
 }
 
+// Sluice's quota store at `url` as a gateway opens it (its pool and batching as shipped), once it
+// can take checks.
+std::shared_ptr<QuotaStore> OpenQuotaStore(const std::string& url) {
+  PostgresOptions options;
+  options.url = url;
+  options.timeout = std::chrono::seconds(10);  // a benchmark's queue, not a gateway's deadline
+  auto store = std::make_shared<PostgresQuotaStore>(options);
+  if (Status ready = store->WaitReady(std::chrono::seconds(10)); !ready.ok())
+    throw std::runtime_error("quota store: " + ready.ToString());
+  return store;
+}
+
 Totals RunMethod(Method method, const Args& args, const std::string& prefix) {
   Options options;
   options.fewest_round_trips = args.fewest_round_trips;
@@ -126,9 +141,17 @@ Totals RunMethod(Method method, const Args& args, const std::string& prefix) {
   const bool postgres = ServerOf(method) == Server::kPostgres;
   const int64_t wal_syncs_before =
       postgres ? PostgresClient::WalSyncs(args.servers.postgres_conninfo) : 0;
+  // The quota store's connections live as long as the method's run: the WAL syncs are counted
+  // once every client has disconnected.
+  Servers servers = args.servers;
+  if (method == Method::kPostgresQuotaStore) {
+    if (args.postgres_url.empty())
+      throw std::runtime_error("postgres-quota-store needs --postgres-url");
+    servers.quota_store = OpenQuotaStore(args.postgres_url);
+  }
   std::vector<std::unique_ptr<MethodClient>> clients;
   for (int c = 0; c < args.clients; ++c)
-    clients.push_back(std::make_unique<MethodClient>(method, args.servers, options, memcached));
+    clients.push_back(std::make_unique<MethodClient>(method, servers, options, memcached));
 
   const auto server_pid = args.server_pids.find(ServerOf(method));
   const pid_t measured = server_pid == args.server_pids.end() ? 0 : server_pid->second;
@@ -195,6 +218,7 @@ Totals RunMethod(Method method, const Args& args, const std::string& prefix) {
   if (failure) std::rethrow_exception(failure);
   std::sort(totals.latencies_us.begin(), totals.latencies_us.end());
   clients.clear();
+  servers.quota_store.reset();
   if (postgres) {
     totals.wal_syncs = PostgresClient::WalSyncs(args.servers.postgres_conninfo) - wal_syncs_before;
   }
@@ -277,6 +301,8 @@ int main(int argc, char** argv) {
   app.add_option("--port", args.servers.redis_port, "a running redis-server");
   app.add_option("--postgres", args.servers.postgres_conninfo,
                  "libpq's connection string of a running PostgreSQL, for postgres-*");
+  app.add_option("--postgres-url", args.postgres_url,
+                 "the same PostgreSQL as a postgresql:// URI, for postgres-quota-store");
   app.add_option("--memcached-port", args.servers.memcached_port,
                  "a running memcached on --host, for memcached-*");
   app.add_option("--redis-pid", args.server_pids[sluice::baselines::Server::kRedis],

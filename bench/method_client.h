@@ -9,6 +9,7 @@
 #include "baselines.h"
 #include "memcached_baseline.h"
 #include "postgres_baseline.h"
+#include "sluice/quota_store.h"
 
 namespace sluice::baselines {
 
@@ -18,6 +19,9 @@ struct Servers {
   uint16_t redis_port = 0;
   std::string postgres_conninfo;  // libpq's, such as "host=127.0.0.1 port=5432 user=postgres"
   uint16_t memcached_port = 0;
+  // Sluice's quota store on that PostgreSQL, for kPostgresQuotaStore: one for every client, so
+  // that their checks go together into one statement and one commit, as a gateway's do.
+  std::shared_ptr<QuotaStore> quota_store;
 };
 
 class MethodClient {
@@ -35,6 +39,7 @@ class MethodClient {
   std::unique_ptr<Client> redis_;
   std::unique_ptr<PostgresClient> postgres_;
   std::unique_ptr<MemcachedClient> memcached_;
+  std::shared_ptr<QuotaStore> quota_store_;
 };
 
 }  // namespace sluice::baselines
