@@ -1,5 +1,5 @@
-# Run at build time (cmake -P): writes the Debian package's changelog, OUTPUT (gzipped), from
-# CHANGELOG.md, whose entries read
+# Run when installing (cmake -P, by packaging/CMakeLists.txt's install(CODE)): writes the Debian
+# package's changelog, OUTPUT (gzipped), from CHANGELOG.md, whose entries read
 #
 #   ## VERSION (YYYY-MM-DD)
 #
