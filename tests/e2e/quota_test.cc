@@ -63,7 +63,7 @@ TEST(QuotaGatewayTest, AQuotaRejectsWithItsWindowAndTheRefundPolicyGivesTokensBa
   EXPECT_NEAR(static_cast<double>(retry_after), static_cast<double>(to_month_end), 5);
   EXPECT_EQ(PerKeyLeft(gateway, "ak_e2e"), 97);  // the rejected request's token came back
 
-  // A tenant over its quota is answered from memory (no statement), and as before.
+  // A tenant over its quota is answered from memory (no statement), with the same answer.
   const HttpResult again = Check(gateway, "ak_e2e", "org_e2e");
   EXPECT_EQ(again.status, 429);
   EXPECT_EQ(again.Header("ratelimit-policy"), rejected.Header("ratelimit-policy"));

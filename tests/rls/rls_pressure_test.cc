@@ -123,7 +123,7 @@ class RlsPressureTest : public ::testing::Test {
 
 // Past rls.max_calls_in_flight calls waiting for a stalled store, each further call is refused
 // at once with RESOURCE_EXHAUSTED (503 on /json) instead of joining a queue; once the store is
-// back, the calls it held are answered and the service answers as before.
+// back, the calls it held are answered and the service answers new calls again.
 TEST_F(RlsPressureTest, AFloodOnAStalledStoreIsShedAtOnceAndNothingQueues) {
   constexpr size_t kLimit = 50;
   constexpr size_t kCalls = 400;

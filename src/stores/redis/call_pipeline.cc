@@ -23,7 +23,7 @@ constexpr size_t kMaxOpsPerCall = 64;
 
 // Script calls written and not yet answered, at most. Past it, checks wait for an answer to go
 // in the next call together: under load each call then carries more checks, and Redis and the
-// gateway each spend less a check; when idle, a check goes at once as before.
+// gateway each spend less a check; when idle, a check goes at once.
 constexpr size_t kMaxCallsAwaited = 2;
 
 // A NOSCRIPT answer is followed by a reload and a resend; twice in a row for one operation
@@ -363,7 +363,7 @@ void CallPipeline::Send(std::vector<CheckPtr> checks) {
     AppendCodes(codes, check->ops, check->all_or_nothing);
     count += check->ops.size();
   }
-  // A lone check of plain ops needs no codes: the common call stays as short as it was.
+  // A lone check of plain ops needs no codes, so the commonest call carries none.
   const bool plain = checks.size() == 1 && codes.find_first_not_of('0') == std::string::npos;
   RespWriter out(out_);
   if (checks.front()->asking) {
