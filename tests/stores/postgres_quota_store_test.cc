@@ -265,6 +265,24 @@ TEST(PostgresQuotaStoreTest, AWrongPasswordIsAClearErrorAtStart) {
   EXPECT_FALSE(r.ok());
 }
 
+// libpq's own message for a URL it cannot read quotes it: the password with it.
+TEST(PostgresQuotaStoreTest, AMalformedUrlIsAnErrorThatNeverQuotesIt) {
+  PostgresOptions options = SharedPostgres().Options();
+  options.url =
+      "postgresql://sluice:p%sSECRET@127.0.0.1:" + std::to_string(SharedPostgres().port()) +
+      "/sluice";
+  PostgresQuotaStore store(options);
+  const Status ready = store.WaitReady(milliseconds(10'000));
+  EXPECT_FALSE(ready.ok());
+  EXPECT_NE(ready.message().find("malformed postgresql:// URL"), std::string::npos)
+      << ready.message();
+  EXPECT_EQ(ready.message().find("SECRET"), std::string::npos) << ready.message();
+  EXPECT_EQ(store.LastError().find("SECRET"), std::string::npos) << store.LastError();
+  auto admin = QuotaAdmin::Connect(options);
+  ASSERT_FALSE(admin.ok());
+  EXPECT_EQ(admin.status().message().find("SECRET"), std::string::npos) << admin.status().message();
+}
+
 TEST(PostgresQuotaStoreTest, ATableOfTheWrongShapeIsRefusedAtStart) {
   SharedPostgres().CreateDatabase("wrong_shape");
   SharedPostgres().Sql(

@@ -63,7 +63,7 @@ Status CheckQuota(std::string_view bucket, std::string_view value, QuotaWindow w
 }  // namespace
 
 Result<std::unique_ptr<QuotaAdmin>> QuotaAdmin::Connect(const PostgresOptions& options) {
-  Result<std::string> password = PostgresPassword(options);
+  Result<std::string> password = postgres::CheckedPassword(options);
   if (!password.ok()) return password.status();
   postgres::ConnectionParams params = postgres::ParamsOf(options, *password);
   params.emplace_back("connect_timeout", std::to_string(std::max<int64_t>(

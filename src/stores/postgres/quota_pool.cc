@@ -46,7 +46,7 @@ QuotaPool::QuotaPool(PostgresOptions options, std::function<std::string()> test_
 }
 
 void QuotaPool::Start() {
-  Result<std::string> password = PostgresPassword(options_);
+  Result<std::string> password = CheckedPassword(options_);
   {
     std::lock_guard lock(mutex_);
     if (password.ok()) {
