@@ -220,6 +220,77 @@ TEST(PostgresQuotaStoreTest, DurationWindowsAlignToTheEpochNotTheCalendar) {
   EXPECT_EQ((*r)[0].window_end_ms, 1735776000000 + 7 * kDayMs);
 }
 
+// A rule whose period changed from an hour to a day (or gateways of both configurations side by
+// side): the hour of 00:00 and the day start together, yet each keeps a count of its own, and the
+// day's count outlives the hour's end and the deletion of ended windows.
+TEST(PostgresQuotaStoreTest, WindowsThatStartTogetherKeepCountsOfTheirOwn) {
+  SharedPostgres().CreateDatabase("windows");
+  TestClock clock;
+  auto store = ReadyStore(SharedPostgres().Options("windows"), clock.Reader());
+  const QuotaOp hour{"changed", "org_acme", 2, 1, {CalendarPeriod::kNone, 3600 * 1000}, true};
+  const QuotaOp day{"changed", "org_acme", 3, 1, {CalendarPeriod::kDay, 0}, true};
+  clock.Set("2025-01-01 00:30:00+00");
+  for (int64_t used = 1; used <= 2; ++used) {
+    auto r = TakeBlocking(*store, {hour});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_TRUE((*r)[0].charged);
+    EXPECT_EQ((*r)[0].used, used);
+  }
+  for (int64_t used = 1; used <= 3; ++used) {
+    auto r = TakeBlocking(*store, {day});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_TRUE((*r)[0].charged);
+    EXPECT_EQ((*r)[0].used, used);
+    EXPECT_EQ((*r)[0].window_end_ms, 1735689600000 + kDayMs);  // 2025-01-02T00:00:00Z
+  }
+  auto r = TakeBlocking(*store, {hour});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE((*r)[0].allowed);
+  EXPECT_EQ((*r)[0].used, 2);
+  r = TakeBlocking(*store, {day});
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE((*r)[0].allowed);
+  EXPECT_EQ((*r)[0].used, 3);
+
+  // The hour has ended, and its row is deleted: the day's count stays.
+  clock.Set("2025-01-01 01:30:00+00");
+  EXPECT_EQ(
+      SharedPostgres().Sql(
+          "SELECT sluice_quota_cleanup_v2(1000, '2025-01-01 01:30:00+00'::timestamptz)", "windows"),
+      "1");
+  r = TakeBlocking(*store, {hour});
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE((*r)[0].charged);
+  EXPECT_EQ((*r)[0].used, 1);
+  r = TakeBlocking(*store, {day});
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE((*r)[0].allowed);
+  EXPECT_EQ((*r)[0].used, 3);
+  EXPECT_EQ(UsedInDatabase("changed", "windows"), 1 + 3);
+}
+
+// The table of the first schema (keyed without window_end) gets the new key, its counts kept.
+TEST(PostgresQuotaStoreTest, TheFirstSchemasTableGetsTheNewKey) {
+  SharedPostgres().CreateDatabase("first_schema");
+  SharedPostgres().Sql(
+      "CREATE TABLE sluice_quota (bucket text COLLATE \"C\" NOT NULL, value bytea NOT NULL, "
+      "window_start timestamptz NOT NULL, window_end timestamptz NOT NULL, used bigint NOT NULL, "
+      "PRIMARY KEY (bucket, value, window_start));"
+      "ALTER TABLE sluice_quota OWNER TO sluice;"
+      "INSERT INTO sluice_quota SELECT 'kept', 'k', m AT TIME ZONE 'UTC', "
+      "(m + interval '1 month') AT TIME ZONE 'UTC', 5 "
+      "FROM date_trunc('month', now() AT TIME ZONE 'UTC') AS m",
+      "first_schema");
+  auto store = ReadyStore(SharedPostgres().Options("first_schema"));
+  EXPECT_EQ(SharedPostgres().Sql("SELECT pg_get_constraintdef(oid) FROM pg_constraint "
+                                 "WHERE conrelid = 'sluice_quota'::regclass AND contype = 'p'",
+                                 "first_schema"),
+            "PRIMARY KEY (bucket, value, window_start, window_end)");
+  auto r = TakeBlocking(*store, {Monthly("kept", "k", 100)});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)[0].used, 6);
+}
+
 TEST(PostgresQuotaStoreTest, OddValuesAreQuotasOfTheirOwn) {
   auto store = ReadyStore(SharedPostgres().Options());
   const std::vector<std::string> values = {"it's",

@@ -102,7 +102,7 @@ Status QuotaAdmin::Init() {
 
 Result<QuotaUsage> QuotaAdmin::Get(std::string_view bucket, std::string_view value,
                                    QuotaWindow window) {
-  return Call("sluice_quota_get_v1($1, $2::bytea, $3, $4::bigint, $5::timestamptz)", bucket, value,
+  return Call("sluice_quota_get_v2($1, $2::bytea, $3, $4::bigint, $5::timestamptz)", bucket, value,
               window, std::nullopt);
 }
 
@@ -112,7 +112,7 @@ Result<QuotaUsage> QuotaAdmin::Set(std::string_view bucket, std::string_view val
     return Status::InvalidArgument("used must be between 0 and " +
                                    std::to_string(Limit::kMaxCapacity));
   }
-  return Call("sluice_quota_set_v1($1, $2::bytea, $3, $4::bigint, $6::bigint, $5::timestamptz)",
+  return Call("sluice_quota_set_v2($1, $2::bytea, $3, $4::bigint, $6::bigint, $5::timestamptz)",
               bucket, value, window, used);
 }
 

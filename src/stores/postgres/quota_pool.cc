@@ -22,7 +22,7 @@ constexpr milliseconds kSlowBackoff{5000};
 // How long past its checks' deadline a statement may still answer before its connection is
 // given up on (the server stopped, or the network between).
 constexpr milliseconds kGrace{1000};
-// Where sluice_quota_set_v1 announces a changed quota.
+// Where sluice_quota_set_v2 announces a changed quota.
 constexpr std::string_view kChannel = "sluice_quota";
 // The fewest ops a batch is given when what waits is shared among idle connections.
 constexpr size_t kLeastShare = 64;
@@ -410,7 +410,7 @@ void QuotaPool::SendCleanup(Slot& slot) {
   const unsigned generation = slot.generation;
   const std::string clock = TestClock();
   slot.connection->Query(
-      "SELECT sluice_quota_cleanup_v1($1::integer, $2::timestamptz)",
+      "SELECT sluice_quota_cleanup_v2($1::integer, $2::timestamptz)",
       {std::to_string(options_.cleanup_batch),
        clock.empty() ? std::nullopt : std::optional<std::string>(clock)},
       [self = shared_from_this(), &slot, generation](Result<std::vector<PgResult>> results) {
