@@ -436,6 +436,48 @@ TEST(PostgresQuotaStoreTest, EndedWindowsAreDeletedByOneGatewayAtATime) {
   EXPECT_EQ(store->Stats().cleaned, 120U);
 }
 
+// A deletion that goes unanswered gives up its connection; the next round comes all the same.
+TEST(PostgresQuotaStoreTest, ADeletionCutOffIsFollowedByAnother) {
+  SharedPostgres().CreateDatabase("cleanup_cut_off");
+  PostgresOptions options = SharedPostgres().Options("cleanup_cut_off");
+  options.timeout = milliseconds(100);
+  options.cleanup_interval = milliseconds(100);
+  {
+    auto admin = QuotaAdmin::Connect(options);
+    ASSERT_TRUE(admin.ok());
+    ASSERT_TRUE((*admin)->Init().ok());
+  }
+  SharedPostgres().Sql(
+      "INSERT INTO sluice_quota SELECT 'old', int4send(i), now() - interval '2 days', "
+      "now() - interval '1 day', 1 FROM generate_series(1, 10) AS i",
+      "cleanup_cut_off");
+  auto store = ReadyStore(options);
+  // The table locked: the deletion waits until its connection is given up on.
+  const std::string conninfo = "host=" + SharedPostgres().data_dir() +
+                               " port=" + std::to_string(SharedPostgres().port()) +
+                               " user=postgres dbname=cleanup_cut_off";
+  PGconn* holder = PQconnectdb(conninfo.c_str());
+  PQclear(PQexec(holder, "BEGIN; LOCK TABLE sluice_quota IN ACCESS EXCLUSIVE MODE"));
+  EXPECT_TRUE(WaitUntil(
+      [&] { return store->LastError().find("no answer to a statement") != std::string::npos; },
+      milliseconds(10'000)))
+      << store->LastError();
+  PQfinish(holder);
+  // The server may still finish the statement it was given up on, once the lock is gone: rows
+  // ended since are for the rounds after.
+  auto none_left = [] {
+    return SharedPostgres().Sql("SELECT count(*) FROM sluice_quota", "cleanup_cut_off") == "0";
+  };
+  EXPECT_TRUE(WaitUntil(none_left, milliseconds(10'000)));
+  const uint64_t cleaned = store->Stats().cleaned;
+  SharedPostgres().Sql(
+      "INSERT INTO sluice_quota SELECT 'later', int4send(i), now() - interval '2 days', "
+      "now() - interval '1 day', 1 FROM generate_series(1, 10) AS i",
+      "cleanup_cut_off");
+  EXPECT_TRUE(WaitUntil(none_left, milliseconds(10'000)));
+  EXPECT_GE(store->Stats().cleaned, cleaned + 10);
+}
+
 TEST(PostgresQuotaStoreTest, AServerDownOrHungFailsChecksWithinTheTimeout) {
   PostgresOptions options = SharedPostgres().Options();
   options.timeout = milliseconds(200);

@@ -22,6 +22,10 @@ constexpr milliseconds kSlowBackoff{5000};
 // How long past its checks' deadline a statement may still answer before its connection is
 // given up on (the server stopped, or the network between).
 constexpr milliseconds kGrace{1000};
+// The most a deletion of ended windows is given (at least a check's timeout and grace), when its
+// interval is longer: a big batch on a busy server takes longer than a check, and a deletion cut
+// off is done again by a later round.
+constexpr milliseconds kCleanupBudget{10'000};
 // Where sluice_quota_set_v2 announces a changed quota.
 constexpr std::string_view kChannel = "sluice_quota";
 // The fewest ops a batch is given when what waits is shared among idle connections.
@@ -258,6 +262,11 @@ void QuotaPool::Down(Slot& slot, const Status& error, bool refused) {
     slot.listening = false;
     listener_ = false;
   }
+  if (slot.cleaning) {
+    // Its callback, which would schedule the next round, is dropped with the connection.
+    slot.cleaning = false;
+    if (!stopping_) ScheduleCleanup(Jittered(options_.cleanup_interval));
+  }
   std::vector<std::unique_ptr<Check>> batch = std::move(slot.batch);
   slot.batch.clear();
   slot.state = SlotState::kDown;
@@ -405,6 +414,7 @@ void QuotaPool::OnBatch(Slot& slot, unsigned generation, Result<std::vector<PgRe
 
 void QuotaPool::SendCleanup(Slot& slot) {
   cleanup_due_ = false;
+  slot.cleaning = true;
   slot.state = SlotState::kBusy;
   slot.sent = Clock::now();
   const unsigned generation = slot.generation;
@@ -416,9 +426,9 @@ void QuotaPool::SendCleanup(Slot& slot) {
       [self = shared_from_this(), &slot, generation](Result<std::vector<PgResult>> results) {
         if (generation != slot.generation || self->stopping_) return;
         if (!results.ok() && results.status().code() == StatusCode::kUnavailable) {
-          self->ScheduleCleanup(self->Jittered(self->options_.cleanup_interval));
-          return self->Down(slot, results.status());
+          return self->Down(slot, results.status());  // it schedules the next round
         }
+        slot.cleaning = false;
         slot.state = SlotState::kIdle;
         slot.timer.cancel();
         int64_t deleted = 0;
@@ -440,7 +450,7 @@ void QuotaPool::SendCleanup(Slot& slot) {
 }
 
 void QuotaPool::ArmBatchTimer(Slot& slot) {
-  Clock::time_point next = slot.sent + options_.timeout + kGrace;
+  Clock::time_point next = slot.sent + Budget(slot);
   for (const auto& check : slot.batch) {
     if (check->done) next = std::min(next, check->deadline);
   }
@@ -463,12 +473,19 @@ void QuotaPool::OnBatchTimer(Slot& slot, unsigned generation) {
     done(Status::DeadlineExceeded(where_ + ": no answer within the timeout (the check may have "
                                            "been counted)"));
   }
-  if (now >= slot.sent + options_.timeout + kGrace) {
-    return Down(slot, Status::Unavailable("no answer to a statement for " +
-                                          std::to_string((options_.timeout + kGrace).count()) +
-                                          " ms; connecting again"));
+  if (now >= slot.sent + Budget(slot)) {
+    const auto budget = std::chrono::duration_cast<milliseconds>(Budget(slot));
+    return Down(
+        slot, Status::Unavailable("no answer to a statement for " + std::to_string(budget.count()) +
+                                  " ms; connecting again"));
   }
   ArmBatchTimer(slot);
+}
+
+QuotaPool::Clock::duration QuotaPool::Budget(const Slot& slot) const {
+  const milliseconds check = options_.timeout + kGrace;
+  if (!slot.cleaning) return check;
+  return std::max(check, std::min(options_.cleanup_interval, kCleanupBudget));
 }
 
 void QuotaPool::ArmQueueTimer() {

@@ -70,6 +70,7 @@ class QuotaPool : public std::enable_shared_from_this<QuotaPool> {
     boost::asio::steady_timer timer;  // connect timeout, backoff, or the batch's deadline
     std::chrono::milliseconds backoff{0};
     bool listening = false;
+    bool cleaning = false;    // the statement in flight deletes ended windows
     unsigned generation = 0;  // raised at each new connection: older callbacks are stale
   };
 
@@ -99,6 +100,8 @@ class QuotaPool : public std::enable_shared_from_this<QuotaPool> {
   // that has not answered well past the deadline.
   void OnBatchTimer(Slot& slot, unsigned generation);
   void ArmBatchTimer(Slot& slot);
+  // How long `slot`'s statement may go unanswered before its connection is given up on.
+  Clock::duration Budget(const Slot& slot) const;
   // Fails the waiting checks whose deadline has passed.
   void ExpireQueue();
   void ArmQueueTimer();
