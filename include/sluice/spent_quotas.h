@@ -27,8 +27,14 @@ class SpentQuotas {
 
   // Remembers, when `reply` says `op` did not fit, the count it saw, until the reply's window
   // ends. `asked_ms` is the clock's time when the op was sent: the window's end is counted from
-  // then, so that it is never kept past the store's end of the window.
-  void Remember(const QuotaOp& op, const QuotaReply& reply, int64_t asked_ms);
+  // then, so that it is never kept past the store's end of the window. `changes` is what
+  // Changes() said when the op was sent: when a Forget or Clear came since, the reply may have
+  // been decided before the reset that called it (their notices and replies come by different
+  // connections) and is not remembered.
+  void Remember(const QuotaOp& op, const QuotaReply& reply, int64_t asked_ms, uint64_t changes);
+
+  // How many times Forget or Clear has been called.
+  uint64_t Changes() const;
 
   // The reply an enforced `op` with a positive cost would get from the store, when the count
   // remembered for its quota and window leaves no room for its cost; none otherwise.
@@ -58,6 +64,7 @@ class SpentQuotas {
   const std::shared_ptr<const Clock> clock_;
   const size_t max_keys_;
   mutable std::mutex mutex_;
+  uint64_t changes_ = 0;                                    // under mutex_
   mutable std::unordered_map<std::string, Entry> entries_;  // "<bucket>:<value>"
 };
 

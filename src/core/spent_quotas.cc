@@ -16,13 +16,15 @@ std::string SpentQuotas::Key(std::string_view bucket, std::string_view value) {
   return key;
 }
 
-void SpentQuotas::Remember(const QuotaOp& op, const QuotaReply& reply, int64_t asked_ms) {
+void SpentQuotas::Remember(const QuotaOp& op, const QuotaReply& reply, int64_t asked_ms,
+                           uint64_t changes) {
   if (reply.allowed || reply.window_end_ms <= reply.now_ms) return;
   const int64_t until = asked_ms + (reply.window_end_ms - reply.now_ms);
   const int64_t now = clock_->NowMs();
   if (until <= now) return;
   std::string key = Key(op.bucket, op.value);
   std::lock_guard lock(mutex_);
+  if (changes != changes_) return;
   if (entries_.size() >= max_keys_ && !entries_.contains(key)) {
     DropEnded(now);
     if (entries_.size() >= max_keys_) return;
@@ -53,12 +55,19 @@ std::optional<QuotaReply> SpentQuotas::Rejection(const QuotaOp& op) const {
 
 void SpentQuotas::Forget(std::string_view bucket, std::string_view value) {
   std::lock_guard lock(mutex_);
+  ++changes_;
   entries_.erase(Key(bucket, value));
 }
 
 void SpentQuotas::Clear() {
   std::lock_guard lock(mutex_);
+  ++changes_;
   entries_.clear();
+}
+
+uint64_t SpentQuotas::Changes() const {
+  std::lock_guard lock(mutex_);
+  return changes_;
 }
 
 size_t SpentQuotas::size() const {

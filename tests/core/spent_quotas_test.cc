@@ -15,7 +15,7 @@ QuotaReply Rejected(int64_t used, int64_t left_ms, int64_t now_ms = 5'000'000) {
 TEST(SpentQuotasTest, ASpentQuotaIsRejectedUntilItsWindowEnds) {
   auto clock = std::make_shared<ManualClock>(0);
   SpentQuotas spent(clock, 10);
-  spent.Remember(kOp, Rejected(100, 60'000), 0);
+  spent.Remember(kOp, Rejected(100, 60'000), 0, spent.Changes());
   std::optional<QuotaReply> known = spent.Rejection(kOp);
   ASSERT_TRUE(known);
   EXPECT_FALSE(known->allowed);
@@ -34,7 +34,7 @@ TEST(SpentQuotasTest, TheWindowEndIsCountedFromWhenTheCheckWasAsked) {
   SpentQuotas spent(clock, 10);
   // Asked at 0, answered at 1000: the window ended 60 s after the store decided, at most 60 s
   // after the question.
-  spent.Remember(kOp, Rejected(100, 60'000), 0);
+  spent.Remember(kOp, Rejected(100, 60'000), 0, spent.Changes());
   clock->Set(60'000);
   EXPECT_FALSE(spent.Rejection(kOp));
 }
@@ -42,8 +42,8 @@ TEST(SpentQuotasTest, TheWindowEndIsCountedFromWhenTheCheckWasAsked) {
 TEST(SpentQuotasTest, OnlyWhatCannotFitIsRejected) {
   auto clock = std::make_shared<ManualClock>(0);
   SpentQuotas spent(clock, 10);
-  spent.Remember(kOp, Rejected(98, 60'000), 0);  // a cost of 5 did not fit
-  EXPECT_FALSE(spent.Rejection(kOp));            // a cost of 1 may
+  spent.Remember(kOp, Rejected(98, 60'000), 0, spent.Changes());  // a cost of 5 did not fit
+  EXPECT_FALSE(spent.Rejection(kOp));                             // a cost of 1 may
   QuotaOp five = kOp;
   five.cost = 3;
   EXPECT_TRUE(spent.Rejection(five));
@@ -66,22 +66,41 @@ TEST(SpentQuotasTest, AllowedRepliesAreNotRemembered) {
   SpentQuotas spent(clock, 10);
   QuotaReply allowed = Rejected(100, 60'000);
   allowed.allowed = true;
-  spent.Remember(kOp, allowed, 0);
+  spent.Remember(kOp, allowed, 0, spent.Changes());
   EXPECT_EQ(spent.size(), 0U);
 }
 
 TEST(SpentQuotasTest, ForgetAndClearDropWhatARestWouldMakeWrong) {
   auto clock = std::make_shared<ManualClock>(0);
   SpentQuotas spent(clock, 10);
-  spent.Remember(kOp, Rejected(100, 60'000), 0);
+  spent.Remember(kOp, Rejected(100, 60'000), 0, spent.Changes());
   QuotaOp other = kOp;
   other.value = "org_other";
-  spent.Remember(other, Rejected(100, 60'000), 0);
+  spent.Remember(other, Rejected(100, 60'000), 0, spent.Changes());
   spent.Forget("monthly", "org_acme");
   EXPECT_FALSE(spent.Rejection(kOp));
   EXPECT_TRUE(spent.Rejection(other));
   spent.Clear();
   EXPECT_FALSE(spent.Rejection(other));
+}
+
+// A reset's notice can arrive (on the listening connection) before the reply of a check that was
+// decided before the reset (on another): that reply's count is stale and is not remembered.
+TEST(SpentQuotasTest, AReplySentBeforeAResetIsNotRememberedAfterIt) {
+  auto clock = std::make_shared<ManualClock>(0);
+  SpentQuotas spent(clock, 10);
+  QuotaOp other = kOp;
+  other.value = "org_other";
+  const uint64_t sent = spent.Changes();                // the check goes
+  spent.Forget("monthly", "org_acme");                  // the reset's notice comes first
+  spent.Remember(kOp, Rejected(100, 60'000), 0, sent);  // then the check's reply
+  EXPECT_FALSE(spent.Rejection(kOp));
+  const uint64_t sent_again = spent.Changes();
+  spent.Clear();  // the listening connection came back: notices may have been missed
+  spent.Remember(other, Rejected(100, 60'000), 0, sent_again);
+  EXPECT_FALSE(spent.Rejection(other));
+  spent.Remember(kOp, Rejected(100, 60'000), 0, spent.Changes());  // sent after: remembered
+  EXPECT_TRUE(spent.Rejection(kOp));
 }
 
 TEST(SpentQuotasTest, ItHoldsNoMoreThanItsBound) {
@@ -90,13 +109,13 @@ TEST(SpentQuotasTest, ItHoldsNoMoreThanItsBound) {
   for (int i = 0; i < 5; ++i) {
     QuotaOp op = kOp;
     op.value = "v" + std::to_string(i);
-    spent.Remember(op, Rejected(100, 1000 * (i + 1)), 0);
+    spent.Remember(op, Rejected(100, 1000 * (i + 1)), 0, spent.Changes());
   }
   EXPECT_EQ(spent.size(), 2U);
   clock->Set(1500);  // the first has ended: room for another
   QuotaOp late = kOp;
   late.value = "late";
-  spent.Remember(late, Rejected(100, 60'000, 5'000'000), 1500);
+  spent.Remember(late, Rejected(100, 60'000, 5'000'000), 1500, spent.Changes());
   EXPECT_TRUE(spent.Rejection(late));
 }
 

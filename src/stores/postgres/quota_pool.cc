@@ -346,6 +346,7 @@ void QuotaPool::SendBatch(Slot& slot, size_t max_ops) {
       continue;
     }
     ops += check->ops.size();
+    check->spent_changes = spent_.Changes();
     batch.push_back(std::move(check));
   }
   ArmQueueTimer();
@@ -405,7 +406,7 @@ void QuotaPool::OnBatch(Slot& slot, unsigned generation, Result<std::vector<PgRe
       continue;
     }
     for (size_t j = 0; j < check.ops.size(); ++j) {
-      spent_.Remember(check.ops[j], (*replies)[i][j], check.asked_ms);
+      spent_.Remember(check.ops[j], (*replies)[i][j], check.asked_ms, check.spent_changes);
     }
     check.done(std::move((*replies)[i]));
   }

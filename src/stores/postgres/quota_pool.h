@@ -55,7 +55,8 @@ class QuotaPool : public std::enable_shared_from_this<QuotaPool> {
     std::vector<QuotaOp> ops;
     QuotaCallback done;  // empty once answered
     Clock::time_point deadline;
-    int64_t asked_ms = 0;  // the spent-quota memory's clock at submission
+    int64_t asked_ms = 0;        // the spent-quota memory's clock at submission
+    uint64_t spent_changes = 0;  // the spent-quota memory's Changes() when its batch was sent
   };
 
   enum class SlotState { kDown, kConnecting, kSettingUp, kIdle, kBusy };
