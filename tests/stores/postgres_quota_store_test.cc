@@ -366,9 +366,15 @@ TEST(PostgresQuotaStoreTest, ATableOfTheWrongShapeIsRefusedAtStart) {
   EXPECT_NE(ready.message().find("has the columns (bucket text, value text, used integer)"),
             std::string::npos)
       << ready.message();
-  auto r = TakeBlocking(store, {Monthly("shape", "k", 1)});
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+  // The refusal's callback may ask the store why: it runs without the store's lock held.
+  std::promise<std::string> why;
+  store.Take({Monthly("shape", "k", 1)}, [&](const Result<std::vector<QuotaReply>>& r) {
+    EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+    why.set_value(store.LastError());
+  });
+  std::future<std::string> answered = why.get_future();
+  ASSERT_EQ(answered.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_NE(answered.get().find("has the columns"), std::string::npos);
 }
 
 TEST(PostgresQuotaStoreTest, SpentQuotasAreRememberedUntilAResetAnnouncesOtherwise) {

@@ -111,10 +111,13 @@ void QuotaPool::Enqueue(std::unique_ptr<Check> check) {
   if (check->ops.empty()) return check->done(std::vector<QuotaReply>{});
   if (Status s = ValidateQuotaOps(check->ops); !s.ok()) return fail(s);
   if (stopping_) return fail(Status::Unavailable("the quota store is closing"));
+  Status fatal;
   {
     std::lock_guard lock(mutex_);
-    if (!fatal_.ok()) return fail(fatal_);
+    fatal = fatal_;
   }
+  // Not under the lock: the callback may ask for LastError.
+  if (!fatal.ok()) return fail(std::move(fatal));
   if (!MayAnswer()) return fail(Status::Unavailable(where_ + ": " + LastError()));
   if (queued_ops_ + check->ops.size() > options_.max_queued_ops) {
     return fail(Status::ResourceExhausted(where_ + ": too many quota checks waiting"));
