@@ -8,9 +8,11 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 
 #include "sluice/clock.h"
 #include "sluice/quota_store.h"
@@ -58,14 +60,22 @@ class SpentQuotas {
 
   static std::string Key(std::string_view bucket, std::string_view value);
 
+  using Entries = std::unordered_map<std::string, Entry>;  // "<bucket>:<value>"
+
   // Drops the entries whose window has ended; with the lock held.
   void DropEnded(int64_t now) const;
+  // Drops the entry `it` and its place in the order of ends; with the lock held.
+  void Erase(Entries::iterator it) const;
 
   const std::shared_ptr<const Clock> clock_;
   const size_t max_keys_;
   mutable std::mutex mutex_;
-  uint64_t changes_ = 0;                                    // under mutex_
-  mutable std::unordered_map<std::string, Entry> entries_;  // "<bucket>:<value>"
+  uint64_t changes_ = 0;  // under mutex_
+  mutable Entries entries_;
+  // The entries in the order their windows end, by their keys (a node's key stays where it is):
+  // the ended ones are at the front, so that making room costs O(log n) an entry, never a scan
+  // of them all under the lock every request takes (clients choose the keys).
+  mutable std::set<std::pair<int64_t, const std::string*>> ends_;
 };
 
 }  // namespace sluice

@@ -119,5 +119,35 @@ TEST(SpentQuotasTest, ItHoldsNoMoreThanItsBound) {
   EXPECT_TRUE(spent.Rejection(late));
 }
 
+// Room is made by dropping the entries that ended, in the order they end: an entry remembered
+// again with a later end is kept by its new end.
+TEST(SpentQuotasTest, RoomIsMadeByTheEntriesThatEnded) {
+  auto clock = std::make_shared<ManualClock>(0);
+  SpentQuotas spent(clock, 2);
+  QuotaOp a = kOp;
+  a.value = "a";
+  QuotaOp b = kOp;
+  b.value = "b";
+  QuotaOp c = kOp;
+  c.value = "c";
+  spent.Remember(a, Rejected(100, 1000), 0, spent.Changes());
+  spent.Remember(b, Rejected(100, 2000), 0, spent.Changes());
+  spent.Remember(a, Rejected(100, 5000), 0, spent.Changes());  // a's window, seen again, later
+  clock->Set(1500);
+  spent.Remember(c, Rejected(100, 60'000, 5'000'000), 1500, spent.Changes());
+  EXPECT_TRUE(spent.Rejection(a));  // not dropped by the end it no longer has
+  EXPECT_TRUE(spent.Rejection(b));
+  EXPECT_FALSE(spent.Rejection(c));  // no room
+  clock->Set(2000);                  // b ends: room for c
+  spent.Remember(c, Rejected(100, 60'000, 5'000'000), 2000, spent.Changes());
+  EXPECT_TRUE(spent.Rejection(c));
+  EXPECT_TRUE(spent.Rejection(a));
+  EXPECT_EQ(spent.size(), 2U);
+  spent.Forget("monthly", "a");
+  clock->Set(5000);  // a's old end: nothing of it is left to drop
+  EXPECT_TRUE(spent.Rejection(c));
+  EXPECT_EQ(spent.size(), 1U);
+}
+
 }  // namespace
 }  // namespace sluice
