@@ -88,9 +88,12 @@ Status QuotaAdmin::CheckShape() {
   if (PQgetisnull(shape->get(), 0, 0) != 0) return {};
   const std::string problem = PQgetvalue(shape->get(), 0, 0);
   return Status::FailedPrecondition(
-      problem == "missing" ? "the quota table is missing: `sluice quota init` makes it (and so "
-                             "does a gateway when it starts)"
-                           : problem);
+      problem == "missing"    ? "the quota table is missing: `sluice quota init` makes it (and so "
+                                "does a gateway when it starts)"
+      : problem == "outdated" ? "the quota table has the first schema's key (bucket, value, "
+                                "window_start): `sluice quota init` as its owner gives it the "
+                                "new one (and so does a gateway whose role owns it)"
+                              : problem);
 }
 
 Status QuotaAdmin::Init() {

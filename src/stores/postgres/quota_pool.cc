@@ -170,53 +170,54 @@ void QuotaPool::SetUp(Slot& slot, unsigned generation) {
 
 void QuotaPool::CheckShape(Slot& slot, unsigned generation, bool created) {
   auto self = shared_from_this();
-  slot.connection->Query(
-      std::string(QuotaShapeSql()), {},
-      [self, &slot, generation, created](Result<std::vector<PgResult>> results) {
-        if (generation != slot.generation || self->stopping_) return;
-        if (!results.ok()) return self->Down(slot, results.status());
-        const PGresult* result = results->empty() ? nullptr : results->back().get();
-        if (result == nullptr || PQntuples(result) != 1 || PQnfields(result) != 1) {
-          return self->Down(slot, Status::StoreError("the quota table's shape cannot be read"));
-        }
-        if (PQgetisnull(result, 0, 0) != 0) {
-          self->set_up_ = true;
-          {
-            std::lock_guard lock(self->mutex_);
-            self->fatal_ = {};
-          }
-          return self->Listen(slot, generation);
-        }
-        const std::string problem = PQgetvalue(result, 0, 0);
-        if (problem == "missing" && !created) {
-          return slot.connection->Script(
-              std::string(QuotaSchemaSql()),
-              [self, &slot, generation](Result<std::vector<PgResult>> made) {
-                if (generation != slot.generation || self->stopping_) return;
-                if (made.ok()) return self->CheckShape(slot, generation, /*created=*/true);
-                if (made.status().code() == StatusCode::kUnavailable) {
-                  return self->Down(slot, made.status());
-                }
-                const Status error = Status::FailedPrecondition(
-                    self->where_ + ": cannot create the quota table (" + made.status().message() +
-                    "); create it with `sluice quota init` as a role that may");
-                {
-                  std::lock_guard lock(self->mutex_);
-                  self->fatal_ = error;
-                }
-                self->Down(slot, error);
-              });
-        }
-        const Status error = Status::FailedPrecondition(
-            self->where_ + ": " +
-            (problem == "missing" ? "the quota functions are still missing once created"
-                                  : problem));
-        {
-          std::lock_guard lock(self->mutex_);
-          self->fatal_ = error;
-        }
-        self->Down(slot, error);
-      });
+  slot.connection->Script(std::string(QuotaShapeSql()), [self, &slot, generation, created](
+                                                            Result<std::vector<PgResult>> results) {
+    if (generation != slot.generation || self->stopping_) return;
+    if (!results.ok()) return self->Down(slot, results.status());
+    const PGresult* result = results->empty() ? nullptr : results->back().get();
+    if (result == nullptr || PQntuples(result) != 1 || PQnfields(result) != 1) {
+      return self->Down(slot, Status::StoreError("the quota table's shape cannot be read"));
+    }
+    if (PQgetisnull(result, 0, 0) != 0) {
+      self->set_up_ = true;
+      {
+        std::lock_guard lock(self->mutex_);
+        self->fatal_ = {};
+      }
+      return self->Listen(slot, generation);
+    }
+    const std::string problem = PQgetvalue(result, 0, 0);
+    if ((problem == "missing" || problem == "outdated") && !created) {
+      return slot.connection->Script(
+          std::string(QuotaSchemaSql()),
+          [self, &slot, generation](Result<std::vector<PgResult>> made) {
+            if (generation != slot.generation || self->stopping_) return;
+            if (made.ok()) return self->CheckShape(slot, generation, /*created=*/true);
+            if (made.status().code() == StatusCode::kUnavailable) {
+              return self->Down(slot, made.status());
+            }
+            const Status error = Status::FailedPrecondition(
+                self->where_ + ": cannot create the quota table (" + made.status().message() +
+                "); create it with `sluice quota init` as a role that may");
+            {
+              std::lock_guard lock(self->mutex_);
+              self->fatal_ = error;
+            }
+            self->Down(slot, error);
+          });
+    }
+    const Status error = Status::FailedPrecondition(
+        self->where_ + ": " +
+        (problem == "missing"    ? "the quota functions are still missing once created"
+         : problem == "outdated" ? "the table sluice_quota keeps the first schema's key "
+                                   "(bucket, value, window_start) once the schema ran"
+                                 : problem));
+    {
+      std::lock_guard lock(self->mutex_);
+      self->fatal_ = error;
+    }
+    self->Down(slot, error);
+  });
 }
 
 void QuotaPool::Listen(Slot& slot, unsigned generation) {

@@ -25,19 +25,23 @@ CREATE TABLE IF NOT EXISTS sluice_quota (
   PRIMARY KEY (bucket, value, window_start, window_end)
 );
 
--- The table of Sluice's first schema (its key without window_end) gets the key above. Gateways
--- of that version then fail their checks (their functions name the old key) rather than share
--- a row between windows.
+-- The table of Sluice's first schema (its primary key without window_end) gets the key above.
+-- Gateways of that version then fail their checks (their functions name the old key) rather
+-- than share a row between windows.
 DO $key$
+DECLARE
+  old_key name;
 BEGIN
-  IF EXISTS (SELECT 1 FROM pg_constraint
-              WHERE conrelid = to_regclass('sluice_quota') AND contype = 'p'
-                AND conname = 'sluice_quota_pkey'
-                AND conkey = (SELECT array_agg(attnum ORDER BY attnum) FROM pg_attribute
-                               WHERE attrelid = to_regclass('sluice_quota')
-                                 AND attname IN ('bucket', 'value', 'window_start'))) THEN
-    ALTER TABLE sluice_quota DROP CONSTRAINT sluice_quota_pkey,
-      ADD PRIMARY KEY (bucket, value, window_start, window_end);
+  SELECT c.conname INTO old_key
+    FROM pg_constraint AS c
+   WHERE c.conrelid = to_regclass('sluice_quota') AND c.contype = 'p'
+     AND (SELECT array_agg(a.attname::text ORDER BY k.ord)
+            FROM unnest(c.conkey) WITH ORDINALITY AS k(attnum, ord)
+            JOIN pg_attribute AS a ON a.attrelid = c.conrelid AND a.attnum = k.attnum)
+         = ARRAY['bucket', 'value', 'window_start'];
+  IF old_key IS NOT NULL THEN
+    EXECUTE format('ALTER TABLE sluice_quota DROP CONSTRAINT %I, '
+                   'ADD PRIMARY KEY (bucket, value, window_start, window_end)', old_key);
   END IF;
 END
 $key$;
