@@ -8,9 +8,11 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 
 #include "sluice/clock.h"
 #include "sluice/quota_store.h"
@@ -27,8 +29,14 @@ class SpentQuotas {
 
   // Remembers, when `reply` says `op` did not fit, the count it saw, until the reply's window
   // ends. `asked_ms` is the clock's time when the op was sent: the window's end is counted from
-  // then, so that it is never kept past the store's end of the window.
-  void Remember(const QuotaOp& op, const QuotaReply& reply, int64_t asked_ms);
+  // then, so that it is never kept past the store's end of the window. `changes` is what
+  // Changes() said when the op was sent: when a Forget or Clear came since, the reply may have
+  // been decided before the reset that called it (their notices and replies come by different
+  // connections) and is not remembered.
+  void Remember(const QuotaOp& op, const QuotaReply& reply, int64_t asked_ms, uint64_t changes);
+
+  // How many times Forget or Clear has been called.
+  uint64_t Changes() const;
 
   // The reply an enforced `op` with a positive cost would get from the store, when the count
   // remembered for its quota and window leaves no room for its cost; none otherwise.
@@ -52,13 +60,22 @@ class SpentQuotas {
 
   static std::string Key(std::string_view bucket, std::string_view value);
 
+  using Entries = std::unordered_map<std::string, Entry>;  // "<bucket>:<value>"
+
   // Drops the entries whose window has ended; with the lock held.
   void DropEnded(int64_t now) const;
+  // Drops the entry `it` and its place in the order of ends; with the lock held.
+  void Erase(Entries::iterator it) const;
 
   const std::shared_ptr<const Clock> clock_;
   const size_t max_keys_;
   mutable std::mutex mutex_;
-  mutable std::unordered_map<std::string, Entry> entries_;  // "<bucket>:<value>"
+  uint64_t changes_ = 0;  // under mutex_
+  mutable Entries entries_;
+  // The entries in the order their windows end, by their keys (a node's key stays where it is):
+  // the ended ones are at the front, so that making room costs O(log n) an entry, never a scan
+  // of them all under the lock every request takes (clients choose the keys).
+  mutable std::set<std::pair<int64_t, const std::string*>> ends_;
 };
 
 }  // namespace sluice

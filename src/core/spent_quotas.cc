@@ -1,7 +1,6 @@
 #include "sluice/spent_quotas.h"
 
 #include <algorithm>
-#include <iterator>
 
 namespace sluice {
 
@@ -16,18 +15,23 @@ std::string SpentQuotas::Key(std::string_view bucket, std::string_view value) {
   return key;
 }
 
-void SpentQuotas::Remember(const QuotaOp& op, const QuotaReply& reply, int64_t asked_ms) {
+void SpentQuotas::Remember(const QuotaOp& op, const QuotaReply& reply, int64_t asked_ms,
+                           uint64_t changes) {
   if (reply.allowed || reply.window_end_ms <= reply.now_ms) return;
   const int64_t until = asked_ms + (reply.window_end_ms - reply.now_ms);
   const int64_t now = clock_->NowMs();
   if (until <= now) return;
   std::string key = Key(op.bucket, op.value);
   std::lock_guard lock(mutex_);
+  if (changes != changes_) return;
   if (entries_.size() >= max_keys_ && !entries_.contains(key)) {
     DropEnded(now);
     if (entries_.size() >= max_keys_) return;
   }
-  entries_.insert_or_assign(std::move(key), Entry{op.window, reply, asked_ms, until});
+  auto [it, added] = entries_.try_emplace(std::move(key));
+  if (!added) ends_.erase({it->second.until_ms, &it->first});
+  it->second = Entry{op.window, reply, asked_ms, until};
+  ends_.emplace(until, &it->first);
 }
 
 std::optional<QuotaReply> SpentQuotas::Rejection(const QuotaOp& op) const {
@@ -38,7 +42,7 @@ std::optional<QuotaReply> SpentQuotas::Rejection(const QuotaOp& op) const {
   if (it == entries_.end()) return std::nullopt;
   const Entry& entry = it->second;
   if (entry.until_ms <= now) {
-    entries_.erase(it);
+    Erase(it);
     return std::nullopt;
   }
   // Another window (the rule was reconfigured), or a limit raised since: the store decides.
@@ -53,12 +57,20 @@ std::optional<QuotaReply> SpentQuotas::Rejection(const QuotaOp& op) const {
 
 void SpentQuotas::Forget(std::string_view bucket, std::string_view value) {
   std::lock_guard lock(mutex_);
-  entries_.erase(Key(bucket, value));
+  ++changes_;
+  if (auto it = entries_.find(Key(bucket, value)); it != entries_.end()) Erase(it);
 }
 
 void SpentQuotas::Clear() {
   std::lock_guard lock(mutex_);
+  ++changes_;
+  ends_.clear();
   entries_.clear();
+}
+
+uint64_t SpentQuotas::Changes() const {
+  std::lock_guard lock(mutex_);
+  return changes_;
 }
 
 size_t SpentQuotas::size() const {
@@ -67,9 +79,14 @@ size_t SpentQuotas::size() const {
 }
 
 void SpentQuotas::DropEnded(int64_t now) const {
-  for (auto it = entries_.begin(); it != entries_.end();) {
-    it = it->second.until_ms <= now ? entries_.erase(it) : std::next(it);
+  while (!ends_.empty() && ends_.begin()->first <= now) {
+    Erase(entries_.find(*ends_.begin()->second));
   }
+}
+
+void SpentQuotas::Erase(Entries::iterator it) const {
+  ends_.erase({it->second.until_ms, &it->first});
+  entries_.erase(it);
 }
 
 }  // namespace sluice

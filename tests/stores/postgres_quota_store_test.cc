@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -220,6 +221,68 @@ TEST(PostgresQuotaStoreTest, DurationWindowsAlignToTheEpochNotTheCalendar) {
   EXPECT_EQ((*r)[0].window_end_ms, 1735776000000 + 7 * kDayMs);
 }
 
+// A rule whose period changed from an hour to a day (or gateways of both configurations side by
+// side): the hour of 00:00 and the day start together, yet each keeps a count of its own, and the
+// day's count outlives the hour's end and the deletion of ended windows.
+TEST(PostgresQuotaStoreTest, WindowsThatStartTogetherKeepCountsOfTheirOwn) {
+  SharedPostgres().CreateDatabase("windows");
+  TestClock clock;
+  auto store = ReadyStore(SharedPostgres().Options("windows"), clock.Reader());
+  const QuotaOp hour{"changed", "org_acme", 2, 1, {CalendarPeriod::kNone, 3600 * 1000}, true};
+  const QuotaOp day{"changed", "org_acme", 3, 1, {CalendarPeriod::kDay, 0}, true};
+  // Takes `op` once: whether it was charged, and the count it saw.
+  auto take = [&](const QuotaOp& op) -> std::pair<bool, int64_t> {
+    auto r = TakeBlocking(*store, {op});
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    if (!r.ok()) return {false, -1};
+    if (op.window.calendar == CalendarPeriod::kDay) {
+      EXPECT_EQ((*r)[0].window_end_ms, 1735689600000 + kDayMs);  // 2025-01-02T00:00:00Z
+    }
+    return {(*r)[0].charged, (*r)[0].used};
+  };
+  using Taken = std::pair<bool, int64_t>;
+  clock.Set("2025-01-01 00:30:00+00");
+  EXPECT_EQ(take(hour), Taken(true, 1));
+  EXPECT_EQ(take(hour), Taken(true, 2));
+  EXPECT_EQ(take(day), Taken(true, 1));
+  EXPECT_EQ(take(day), Taken(true, 2));
+  EXPECT_EQ(take(day), Taken(true, 3));
+  EXPECT_EQ(take(hour), Taken(false, 2));
+  EXPECT_EQ(take(day), Taken(false, 3));
+
+  // The hour has ended, and its row is deleted: the day's count stays.
+  clock.Set("2025-01-01 01:30:00+00");
+  EXPECT_EQ(
+      SharedPostgres().Sql(
+          "SELECT sluice_quota_cleanup_v2(1000, '2025-01-01 01:30:00+00'::timestamptz)", "windows"),
+      "1");
+  EXPECT_EQ(take(hour), Taken(true, 1));
+  EXPECT_EQ(take(day), Taken(false, 3));
+  EXPECT_EQ(UsedInDatabase("changed", "windows"), 1 + 3);
+}
+
+// The table of the first schema (keyed without window_end) gets the new key, its counts kept.
+TEST(PostgresQuotaStoreTest, TheFirstSchemasTableGetsTheNewKey) {
+  SharedPostgres().CreateDatabase("first_schema");
+  SharedPostgres().Sql(
+      "CREATE TABLE sluice_quota (bucket text COLLATE \"C\" NOT NULL, value bytea NOT NULL, "
+      "window_start timestamptz NOT NULL, window_end timestamptz NOT NULL, used bigint NOT NULL, "
+      "PRIMARY KEY (bucket, value, window_start));"
+      "ALTER TABLE sluice_quota OWNER TO sluice;"
+      "INSERT INTO sluice_quota SELECT 'kept', 'k', m AT TIME ZONE 'UTC', "
+      "(m + interval '1 month') AT TIME ZONE 'UTC', 5 "
+      "FROM date_trunc('month', now() AT TIME ZONE 'UTC') AS m",
+      "first_schema");
+  auto store = ReadyStore(SharedPostgres().Options("first_schema"));
+  EXPECT_EQ(SharedPostgres().Sql("SELECT pg_get_constraintdef(oid) FROM pg_constraint "
+                                 "WHERE conrelid = 'sluice_quota'::regclass AND contype = 'p'",
+                                 "first_schema"),
+            "PRIMARY KEY (bucket, value, window_start, window_end)");
+  auto r = TakeBlocking(*store, {Monthly("kept", "k", 100)});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)[0].used, 6);
+}
+
 TEST(PostgresQuotaStoreTest, OddValuesAreQuotasOfTheirOwn) {
   auto store = ReadyStore(SharedPostgres().Options());
   const std::vector<std::string> values = {"it's",
@@ -265,6 +328,24 @@ TEST(PostgresQuotaStoreTest, AWrongPasswordIsAClearErrorAtStart) {
   EXPECT_FALSE(r.ok());
 }
 
+// libpq's own message for a URL it cannot read quotes it: the password with it.
+TEST(PostgresQuotaStoreTest, AMalformedUrlIsAnErrorThatNeverQuotesIt) {
+  PostgresOptions options = SharedPostgres().Options();
+  options.url =
+      "postgresql://sluice:p%sSECRET@127.0.0.1:" + std::to_string(SharedPostgres().port()) +
+      "/sluice";
+  PostgresQuotaStore store(options);
+  const Status ready = store.WaitReady(milliseconds(10'000));
+  EXPECT_FALSE(ready.ok());
+  EXPECT_NE(ready.message().find("malformed postgresql:// URL"), std::string::npos)
+      << ready.message();
+  EXPECT_EQ(ready.message().find("SECRET"), std::string::npos) << ready.message();
+  EXPECT_EQ(store.LastError().find("SECRET"), std::string::npos) << store.LastError();
+  auto admin = QuotaAdmin::Connect(options);
+  ASSERT_FALSE(admin.ok());
+  EXPECT_EQ(admin.status().message().find("SECRET"), std::string::npos) << admin.status().message();
+}
+
 TEST(PostgresQuotaStoreTest, ATableOfTheWrongShapeIsRefusedAtStart) {
   SharedPostgres().CreateDatabase("wrong_shape");
   SharedPostgres().Sql(
@@ -277,9 +358,15 @@ TEST(PostgresQuotaStoreTest, ATableOfTheWrongShapeIsRefusedAtStart) {
   EXPECT_NE(ready.message().find("has the columns (bucket text, value text, used integer)"),
             std::string::npos)
       << ready.message();
-  auto r = TakeBlocking(store, {Monthly("shape", "k", 1)});
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+  // The refusal's callback may ask the store why: it runs without the store's lock held.
+  std::promise<std::string> why;
+  store.Take({Monthly("shape", "k", 1)}, [&](const Result<std::vector<QuotaReply>>& r) {
+    EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+    why.set_value(store.LastError());
+  });
+  std::future<std::string> answered = why.get_future();
+  ASSERT_EQ(answered.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_NE(answered.get().find("has the columns"), std::string::npos);
 }
 
 TEST(PostgresQuotaStoreTest, SpentQuotasAreRememberedUntilAResetAnnouncesOtherwise) {
@@ -345,6 +432,48 @@ TEST(PostgresQuotaStoreTest, EndedWindowsAreDeletedByOneGatewayAtATime) {
       [] { return SharedPostgres().Sql("SELECT count(*) FROM sluice_quota", "cleanup") == "10"; },
       milliseconds(10'000)));
   EXPECT_EQ(store->Stats().cleaned, 120U);
+}
+
+// A deletion that goes unanswered gives up its connection; the next round comes all the same.
+TEST(PostgresQuotaStoreTest, ADeletionCutOffIsFollowedByAnother) {
+  SharedPostgres().CreateDatabase("cleanup_cut_off");
+  PostgresOptions options = SharedPostgres().Options("cleanup_cut_off");
+  options.timeout = milliseconds(100);
+  options.cleanup_interval = milliseconds(100);
+  {
+    auto admin = QuotaAdmin::Connect(options);
+    ASSERT_TRUE(admin.ok());
+    ASSERT_TRUE((*admin)->Init().ok());
+  }
+  SharedPostgres().Sql(
+      "INSERT INTO sluice_quota SELECT 'old', int4send(i), now() - interval '2 days', "
+      "now() - interval '1 day', 1 FROM generate_series(1, 10) AS i",
+      "cleanup_cut_off");
+  auto store = ReadyStore(options);
+  // The table locked: the deletion waits until its connection is given up on.
+  const std::string conninfo = "host=" + SharedPostgres().data_dir() +
+                               " port=" + std::to_string(SharedPostgres().port()) +
+                               " user=postgres dbname=cleanup_cut_off";
+  PGconn* holder = PQconnectdb(conninfo.c_str());
+  PQclear(PQexec(holder, "BEGIN; LOCK TABLE sluice_quota IN ACCESS EXCLUSIVE MODE"));
+  EXPECT_TRUE(WaitUntil(
+      [&] { return store->LastError().find("no answer to a statement") != std::string::npos; },
+      milliseconds(10'000)))
+      << store->LastError();
+  PQfinish(holder);
+  // The server may still finish the statement it was given up on, once the lock is gone: rows
+  // ended since are for the rounds after.
+  auto none_left = [] {
+    return SharedPostgres().Sql("SELECT count(*) FROM sluice_quota", "cleanup_cut_off") == "0";
+  };
+  EXPECT_TRUE(WaitUntil(none_left, milliseconds(10'000)));
+  const uint64_t cleaned = store->Stats().cleaned;
+  SharedPostgres().Sql(
+      "INSERT INTO sluice_quota SELECT 'later', int4send(i), now() - interval '2 days', "
+      "now() - interval '1 day', 1 FROM generate_series(1, 10) AS i",
+      "cleanup_cut_off");
+  EXPECT_TRUE(WaitUntil(none_left, milliseconds(10'000)));
+  EXPECT_GE(store->Stats().cleaned, cleaned + 10);
 }
 
 TEST(PostgresQuotaStoreTest, AServerDownOrHungFailsChecksWithinTheTimeout) {

@@ -135,7 +135,7 @@ void PgConnection::OnReadable() {
     if (state_ != State::kReady) return;
   }
   if (state_ != State::kReady) return;
-  if (flushing_) Flush();
+  if (flushing_ && !Flush()) return Broken(ErrorMessage(conn_));
   if (busy() && !flushing_) CollectResults();
   if (PQstatus(conn_) == CONNECTION_BAD) return Broken(ErrorMessage(conn_));
   WaitRead();
@@ -147,14 +147,15 @@ void PgConnection::OnWritable() {
     WatchSocket();
     return ContinueConnect();
   }
-  if (flushing_) Flush();
+  if (flushing_ && !Flush()) Broken(ErrorMessage(conn_));
 }
 
-void PgConnection::Flush() {
+bool PgConnection::Flush() {
   const int flushed = PQflush(conn_);
-  if (flushed < 0) return Broken(ErrorMessage(conn_));
+  if (flushed < 0) return false;
   flushing_ = flushed == 1;
   if (flushing_) WaitWrite();
+  return true;
 }
 
 namespace {
@@ -207,7 +208,15 @@ void PgConnection::Sent(bool ok, QueryDone done) {
   }
   query_done_ = std::move(done);
   results_.clear();
-  Flush();
+  if (!Flush()) {
+    // From the loop: the caller learns of the broken connection after this call returns, when
+    // its own state (a timer armed for the statement) is in place.
+    asio::post(io_,
+               [self = shared_from_this(), generation = generation_, why = ErrorMessage(conn_)] {
+                 if (generation == self->generation_) self->Broken(why);
+               });
+    return;
+  }
   WaitRead();
 }
 

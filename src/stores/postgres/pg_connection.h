@@ -106,7 +106,8 @@ class PgConnection : public std::enable_shared_from_this<PgConnection> {
   void OnReadable();
   void OnWritable();
   // Writes what libpq holds of the statement; waits for the socket when it cannot all go now.
-  void Flush();
+  // False when the connection broke: the caller calls Broken (or posts it, inside a call).
+  bool Flush();
   void CollectResults();
   void Sent(bool ok, QueryDone done);
   void Broken(const std::string& why);

@@ -63,7 +63,7 @@ Status CheckQuota(std::string_view bucket, std::string_view value, QuotaWindow w
 }  // namespace
 
 Result<std::unique_ptr<QuotaAdmin>> QuotaAdmin::Connect(const PostgresOptions& options) {
-  Result<std::string> password = PostgresPassword(options);
+  Result<std::string> password = postgres::CheckedPassword(options);
   if (!password.ok()) return password.status();
   postgres::ConnectionParams params = postgres::ParamsOf(options, *password);
   params.emplace_back("connect_timeout", std::to_string(std::max<int64_t>(
@@ -88,9 +88,12 @@ Status QuotaAdmin::CheckShape() {
   if (PQgetisnull(shape->get(), 0, 0) != 0) return {};
   const std::string problem = PQgetvalue(shape->get(), 0, 0);
   return Status::FailedPrecondition(
-      problem == "missing" ? "the quota table is missing: `sluice quota init` makes it (and so "
-                             "does a gateway when it starts)"
-                           : problem);
+      problem == "missing"    ? "the quota table is missing: `sluice quota init` makes it (and so "
+                                "does a gateway when it starts)"
+      : problem == "outdated" ? "the quota table has the first schema's key (bucket, value, "
+                                "window_start): `sluice quota init` as its owner gives it the "
+                                "new one (and so does a gateway whose role owns it)"
+                              : problem);
 }
 
 Status QuotaAdmin::Init() {
@@ -102,7 +105,7 @@ Status QuotaAdmin::Init() {
 
 Result<QuotaUsage> QuotaAdmin::Get(std::string_view bucket, std::string_view value,
                                    QuotaWindow window) {
-  return Call("sluice_quota_get_v1($1, $2::bytea, $3, $4::bigint, $5::timestamptz)", bucket, value,
+  return Call("sluice_quota_get_v2($1, $2::bytea, $3, $4::bigint, $5::timestamptz)", bucket, value,
               window, std::nullopt);
 }
 
@@ -112,7 +115,7 @@ Result<QuotaUsage> QuotaAdmin::Set(std::string_view bucket, std::string_view val
     return Status::InvalidArgument("used must be between 0 and " +
                                    std::to_string(Limit::kMaxCapacity));
   }
-  return Call("sluice_quota_set_v1($1, $2::bytea, $3, $4::bigint, $6::bigint, $5::timestamptz)",
+  return Call("sluice_quota_set_v2($1, $2::bytea, $3, $4::bigint, $6::bigint, $5::timestamptz)",
               bucket, value, window, used);
 }
 

@@ -6,7 +6,7 @@ namespace sluice::postgres {
 
 const char* const kTakeStatement =
     "SELECT fits, charged, used, window_start_ms, window_end_ms, now_ms "
-    "FROM sluice_quota_take_v1($1::integer[], $2::text[], $3::bytea[], $4::bigint[], "
+    "FROM sluice_quota_take_v2($1::integer[], $2::text[], $3::bytea[], $4::bigint[], "
     "$5::bigint[], $6::text[], $7::bigint[], $8::boolean[], $9::timestamptz)";
 
 namespace {

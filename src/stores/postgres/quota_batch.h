@@ -1,4 +1,4 @@
-// A batch of quota checks as one statement of sluice_quota_take_v1 (quota_schema.sql), and its
+// A batch of quota checks as one statement of sluice_quota_take_v2 (quota_schema.sql), and its
 // rows back as each check's replies: pure logic, apart from the connection.
 #pragma once
 
@@ -37,7 +37,7 @@ Result<std::vector<std::vector<QuotaReply>>> SplitReplies(const Rows& rows,
 // `bytes` as bytea's hex form, without the leading "\x".
 std::string Hex(std::string_view bytes);
 
-// The quota a change notice names (sluice_quota_set_v1's "<bucket>:<hex value>"), or none when
+// The quota a change notice names (sluice_quota_set_v2's "<bucket>:<hex value>"), or none when
 // the payload is not one.
 std::optional<std::pair<std::string, std::string>> ChangedQuota(std::string_view payload);
 

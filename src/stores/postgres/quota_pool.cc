@@ -22,7 +22,11 @@ constexpr milliseconds kSlowBackoff{5000};
 // How long past its checks' deadline a statement may still answer before its connection is
 // given up on (the server stopped, or the network between).
 constexpr milliseconds kGrace{1000};
-// Where sluice_quota_set_v1 announces a changed quota.
+// The most a deletion of ended windows is given (at least a check's timeout and grace), when its
+// interval is longer: a big batch on a busy server takes longer than a check, and a deletion cut
+// off is done again by a later round.
+constexpr milliseconds kCleanupBudget{10'000};
+// Where sluice_quota_set_v2 announces a changed quota.
 constexpr std::string_view kChannel = "sluice_quota";
 // The fewest ops a batch is given when what waits is shared among idle connections.
 constexpr size_t kLeastShare = 64;
@@ -46,7 +50,7 @@ QuotaPool::QuotaPool(PostgresOptions options, std::function<std::string()> test_
 }
 
 void QuotaPool::Start() {
-  Result<std::string> password = PostgresPassword(options_);
+  Result<std::string> password = CheckedPassword(options_);
   {
     std::lock_guard lock(mutex_);
     if (password.ok()) {
@@ -107,10 +111,13 @@ void QuotaPool::Enqueue(std::unique_ptr<Check> check) {
   if (check->ops.empty()) return check->done(std::vector<QuotaReply>{});
   if (Status s = ValidateQuotaOps(check->ops); !s.ok()) return fail(s);
   if (stopping_) return fail(Status::Unavailable("the quota store is closing"));
+  Status fatal;
   {
     std::lock_guard lock(mutex_);
-    if (!fatal_.ok()) return fail(fatal_);
+    fatal = fatal_;
   }
+  // Not under the lock: the callback may ask for LastError.
+  if (!fatal.ok()) return fail(std::move(fatal));
   if (!MayAnswer()) return fail(Status::Unavailable(where_ + ": " + LastError()));
   if (queued_ops_ + check->ops.size() > options_.max_queued_ops) {
     return fail(Status::ResourceExhausted(where_ + ": too many quota checks waiting"));
@@ -163,53 +170,54 @@ void QuotaPool::SetUp(Slot& slot, unsigned generation) {
 
 void QuotaPool::CheckShape(Slot& slot, unsigned generation, bool created) {
   auto self = shared_from_this();
-  slot.connection->Query(
-      std::string(QuotaShapeSql()), {},
-      [self, &slot, generation, created](Result<std::vector<PgResult>> results) {
-        if (generation != slot.generation || self->stopping_) return;
-        if (!results.ok()) return self->Down(slot, results.status());
-        const PGresult* result = results->empty() ? nullptr : results->back().get();
-        if (result == nullptr || PQntuples(result) != 1 || PQnfields(result) != 1) {
-          return self->Down(slot, Status::StoreError("the quota table's shape cannot be read"));
-        }
-        if (PQgetisnull(result, 0, 0) != 0) {
-          self->set_up_ = true;
-          {
-            std::lock_guard lock(self->mutex_);
-            self->fatal_ = {};
-          }
-          return self->Listen(slot, generation);
-        }
-        const std::string problem = PQgetvalue(result, 0, 0);
-        if (problem == "missing" && !created) {
-          return slot.connection->Script(
-              std::string(QuotaSchemaSql()),
-              [self, &slot, generation](Result<std::vector<PgResult>> made) {
-                if (generation != slot.generation || self->stopping_) return;
-                if (made.ok()) return self->CheckShape(slot, generation, /*created=*/true);
-                if (made.status().code() == StatusCode::kUnavailable) {
-                  return self->Down(slot, made.status());
-                }
-                const Status error = Status::FailedPrecondition(
-                    self->where_ + ": cannot create the quota table (" + made.status().message() +
-                    "); create it with `sluice quota init` as a role that may");
-                {
-                  std::lock_guard lock(self->mutex_);
-                  self->fatal_ = error;
-                }
-                self->Down(slot, error);
-              });
-        }
-        const Status error = Status::FailedPrecondition(
-            self->where_ + ": " +
-            (problem == "missing" ? "the quota functions are still missing once created"
-                                  : problem));
-        {
-          std::lock_guard lock(self->mutex_);
-          self->fatal_ = error;
-        }
-        self->Down(slot, error);
-      });
+  slot.connection->Script(std::string(QuotaShapeSql()), [self, &slot, generation, created](
+                                                            Result<std::vector<PgResult>> results) {
+    if (generation != slot.generation || self->stopping_) return;
+    if (!results.ok()) return self->Down(slot, results.status());
+    const PGresult* result = results->empty() ? nullptr : results->back().get();
+    if (result == nullptr || PQntuples(result) != 1 || PQnfields(result) != 1) {
+      return self->Down(slot, Status::StoreError("the quota table's shape cannot be read"));
+    }
+    if (PQgetisnull(result, 0, 0) != 0) {
+      self->set_up_ = true;
+      {
+        std::lock_guard lock(self->mutex_);
+        self->fatal_ = {};
+      }
+      return self->Listen(slot, generation);
+    }
+    const std::string problem = PQgetvalue(result, 0, 0);
+    if ((problem == "missing" || problem == "outdated") && !created) {
+      return slot.connection->Script(
+          std::string(QuotaSchemaSql()),
+          [self, &slot, generation](Result<std::vector<PgResult>> made) {
+            if (generation != slot.generation || self->stopping_) return;
+            if (made.ok()) return self->CheckShape(slot, generation, /*created=*/true);
+            if (made.status().code() == StatusCode::kUnavailable) {
+              return self->Down(slot, made.status());
+            }
+            const Status error = Status::FailedPrecondition(
+                self->where_ + ": cannot create the quota table (" + made.status().message() +
+                "); create it with `sluice quota init` as a role that may");
+            {
+              std::lock_guard lock(self->mutex_);
+              self->fatal_ = error;
+            }
+            self->Down(slot, error);
+          });
+    }
+    const Status error = Status::FailedPrecondition(
+        self->where_ + ": " +
+        (problem == "missing"    ? "the quota functions are still missing once created"
+         : problem == "outdated" ? "the table sluice_quota keeps the first schema's key "
+                                   "(bucket, value, window_start) once the schema ran"
+                                 : problem));
+    {
+      std::lock_guard lock(self->mutex_);
+      self->fatal_ = error;
+    }
+    self->Down(slot, error);
+  });
 }
 
 void QuotaPool::Listen(Slot& slot, unsigned generation) {
@@ -257,6 +265,11 @@ void QuotaPool::Down(Slot& slot, const Status& error, bool refused) {
   if (slot.listening) {
     slot.listening = false;
     listener_ = false;
+  }
+  if (slot.cleaning) {
+    // Its callback, which would schedule the next round, is dropped with the connection.
+    slot.cleaning = false;
+    if (!stopping_) ScheduleCleanup(Jittered(options_.cleanup_interval));
   }
   std::vector<std::unique_ptr<Check>> batch = std::move(slot.batch);
   slot.batch.clear();
@@ -337,6 +350,7 @@ void QuotaPool::SendBatch(Slot& slot, size_t max_ops) {
       continue;
     }
     ops += check->ops.size();
+    check->spent_changes = spent_.Changes();
     batch.push_back(std::move(check));
   }
   ArmQueueTimer();
@@ -396,7 +410,7 @@ void QuotaPool::OnBatch(Slot& slot, unsigned generation, Result<std::vector<PgRe
       continue;
     }
     for (size_t j = 0; j < check.ops.size(); ++j) {
-      spent_.Remember(check.ops[j], (*replies)[i][j], check.asked_ms);
+      spent_.Remember(check.ops[j], (*replies)[i][j], check.asked_ms, check.spent_changes);
     }
     check.done(std::move((*replies)[i]));
   }
@@ -405,20 +419,21 @@ void QuotaPool::OnBatch(Slot& slot, unsigned generation, Result<std::vector<PgRe
 
 void QuotaPool::SendCleanup(Slot& slot) {
   cleanup_due_ = false;
+  slot.cleaning = true;
   slot.state = SlotState::kBusy;
   slot.sent = Clock::now();
   const unsigned generation = slot.generation;
   const std::string clock = TestClock();
   slot.connection->Query(
-      "SELECT sluice_quota_cleanup_v1($1::integer, $2::timestamptz)",
+      "SELECT sluice_quota_cleanup_v2($1::integer, $2::timestamptz)",
       {std::to_string(options_.cleanup_batch),
        clock.empty() ? std::nullopt : std::optional<std::string>(clock)},
       [self = shared_from_this(), &slot, generation](Result<std::vector<PgResult>> results) {
         if (generation != slot.generation || self->stopping_) return;
         if (!results.ok() && results.status().code() == StatusCode::kUnavailable) {
-          self->ScheduleCleanup(self->Jittered(self->options_.cleanup_interval));
-          return self->Down(slot, results.status());
+          return self->Down(slot, results.status());  // it schedules the next round
         }
+        slot.cleaning = false;
         slot.state = SlotState::kIdle;
         slot.timer.cancel();
         int64_t deleted = 0;
@@ -440,7 +455,7 @@ void QuotaPool::SendCleanup(Slot& slot) {
 }
 
 void QuotaPool::ArmBatchTimer(Slot& slot) {
-  Clock::time_point next = slot.sent + options_.timeout + kGrace;
+  Clock::time_point next = slot.sent + Budget(slot);
   for (const auto& check : slot.batch) {
     if (check->done) next = std::min(next, check->deadline);
   }
@@ -463,12 +478,19 @@ void QuotaPool::OnBatchTimer(Slot& slot, unsigned generation) {
     done(Status::DeadlineExceeded(where_ + ": no answer within the timeout (the check may have "
                                            "been counted)"));
   }
-  if (now >= slot.sent + options_.timeout + kGrace) {
-    return Down(slot, Status::Unavailable("no answer to a statement for " +
-                                          std::to_string((options_.timeout + kGrace).count()) +
-                                          " ms; connecting again"));
+  if (now >= slot.sent + Budget(slot)) {
+    const auto budget = std::chrono::duration_cast<milliseconds>(Budget(slot));
+    return Down(
+        slot, Status::Unavailable("no answer to a statement for " + std::to_string(budget.count()) +
+                                  " ms; connecting again"));
   }
   ArmBatchTimer(slot);
+}
+
+QuotaPool::Clock::duration QuotaPool::Budget(const Slot& slot) const {
+  const milliseconds check = options_.timeout + kGrace;
+  if (!slot.cleaning) return check;
+  return std::max(check, std::min(options_.cleanup_interval, kCleanupBudget));
 }
 
 void QuotaPool::ArmQueueTimer() {

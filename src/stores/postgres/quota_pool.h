@@ -55,7 +55,8 @@ class QuotaPool : public std::enable_shared_from_this<QuotaPool> {
     std::vector<QuotaOp> ops;
     QuotaCallback done;  // empty once answered
     Clock::time_point deadline;
-    int64_t asked_ms = 0;  // the spent-quota memory's clock at submission
+    int64_t asked_ms = 0;        // the spent-quota memory's clock at submission
+    uint64_t spent_changes = 0;  // the spent-quota memory's Changes() when its batch was sent
   };
 
   enum class SlotState { kDown, kConnecting, kSettingUp, kIdle, kBusy };
@@ -70,6 +71,7 @@ class QuotaPool : public std::enable_shared_from_this<QuotaPool> {
     boost::asio::steady_timer timer;  // connect timeout, backoff, or the batch's deadline
     std::chrono::milliseconds backoff{0};
     bool listening = false;
+    bool cleaning = false;    // the statement in flight deletes ended windows
     unsigned generation = 0;  // raised at each new connection: older callbacks are stale
   };
 
@@ -99,6 +101,8 @@ class QuotaPool : public std::enable_shared_from_this<QuotaPool> {
   // that has not answered well past the deadline.
   void OnBatchTimer(Slot& slot, unsigned generation);
   void ArmBatchTimer(Slot& slot);
+  // How long `slot`'s statement may go unanswered before its connection is given up on.
+  Clock::duration Budget(const Slot& slot) const;
   // Fails the waiting checks whose deadline has passed.
   void ExpireQueue();
   void ArmQueueTimer();

@@ -12,20 +12,45 @@ SET LOCAL client_min_messages = warning;
 -- One row per quota and window: the rule's bucket family, the attribute's value as the request
 -- carried it (any bytes: bytea needs no escaping and holds NUL), the window, and what it used.
 -- The limit is not stored: it is the configuration's, so that a reload changes it at once.
+-- The key holds the window's end as well as its start: windows of two lengths that start
+-- together (a rule's period changed from hour to day, or gateways of two configurations side by
+-- side) are two quotas with counts of their own, never one row that the shorter window's end
+-- would delete, the longer one's count with it.
 CREATE TABLE IF NOT EXISTS sluice_quota (
   bucket text COLLATE "C" NOT NULL,
   value bytea NOT NULL,
   window_start timestamptz NOT NULL,
   window_end timestamptz NOT NULL,
   used bigint NOT NULL,
-  PRIMARY KEY (bucket, value, window_start)
+  PRIMARY KEY (bucket, value, window_start, window_end)
 );
+
+-- The table of Sluice's first schema (its primary key without window_end) gets the key above.
+-- Gateways of that version then fail their checks (their functions name the old key) rather
+-- than share a row between windows.
+DO $key$
+DECLARE
+  old_key name;
+BEGIN
+  SELECT c.conname INTO old_key
+    FROM pg_constraint AS c
+   WHERE c.conrelid = to_regclass('sluice_quota') AND c.contype = 'p'
+     AND (SELECT array_agg(a.attname::text ORDER BY k.ord)
+            FROM unnest(c.conkey) WITH ORDINALITY AS k(attnum, ord)
+            JOIN pg_attribute AS a ON a.attrelid = c.conrelid AND a.attnum = k.attnum)
+         = ARRAY['bucket', 'value', 'window_start'];
+  IF old_key IS NOT NULL THEN
+    EXECUTE format('ALTER TABLE sluice_quota DROP CONSTRAINT %I, '
+                   'ADD PRIMARY KEY (bucket, value, window_start, window_end)', old_key);
+  END IF;
+END
+$key$;
 
 -- The window that holds `at`, its start and its end: a UTC calendar period ('day', 'week' from
 -- Monday 00:00, 'month', 'year'), or, when `period` is '', a span of `duration_ms` aligned to the
 -- Unix epoch as fixed-window rules' windows are. Computed in UTC whatever the session's TimeZone.
 -- Single expressions, so that the planner inlines them into the statements that call them.
-CREATE OR REPLACE FUNCTION sluice_quota_start_v1(period text, duration_ms bigint, at timestamptz)
+CREATE OR REPLACE FUNCTION sluice_quota_start_v2(period text, duration_ms bigint, at timestamptz)
 RETURNS timestamptz
 LANGUAGE sql STABLE PARALLEL SAFE AS $start$
   SELECT CASE WHEN period = ''
@@ -35,11 +60,11 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $start$
     ELSE date_trunc(period, at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' END
 $start$;
 
-CREATE OR REPLACE FUNCTION sluice_quota_end_v1(period text, duration_ms bigint, at timestamptz)
+CREATE OR REPLACE FUNCTION sluice_quota_end_v2(period text, duration_ms bigint, at timestamptz)
 RETURNS timestamptz
 LANGUAGE sql STABLE PARALLEL SAFE AS $end$
   SELECT CASE period
-    WHEN '' THEN sluice_quota_start_v1(period, duration_ms, at) + duration_ms * interval '1 millisecond'
+    WHEN '' THEN sluice_quota_start_v2(period, duration_ms, at) + duration_ms * interval '1 millisecond'
     WHEN 'day' THEN (date_trunc('day', at AT TIME ZONE 'UTC') + interval '1 day') AT TIME ZONE 'UTC'
     WHEN 'week' THEN (date_trunc('week', at AT TIME ZONE 'UTC') + interval '7 days') AT TIME ZONE 'UTC'
     WHEN 'month' THEN (date_trunc('month', at AT TIME ZONE 'UTC') + interval '1 month') AT TIME ZONE 'UTC'
@@ -58,7 +83,7 @@ $end$;
 -- One row per op, in order: whether it fits (would be allowed), whether it was charged, the
 -- window's count after the batch's earlier requests and this one, the window (Unix ms), and the
 -- clock the windows were computed at (Unix ms).
-CREATE OR REPLACE FUNCTION sluice_quota_take_v1(requests integer[], buckets text[], vals bytea[],
+CREATE OR REPLACE FUNCTION sluice_quota_take_v2(requests integer[], buckets text[], vals bytea[],
                                                 limits bigint[], costs bigint[], periods text[],
                                                 durations bigint[], enforced boolean[],
                                                 at timestamptz)
@@ -93,31 +118,33 @@ BEGIN
   -- key order: an existing row is locked, not written (ON CONFLICT locks the rows it would
   -- update, and WHERE false updates none), a missing one is inserted.
   WITH windows AS MATERIALIZED (
-    SELECT p, d, sluice_quota_start_v1(p, d, clock) AS s, sluice_quota_end_v1(p, d, clock) AS e
+    SELECT p, d, sluice_quota_start_v2(p, d, clock) AS s, sluice_quota_end_v2(p, d, clock) AS e
       FROM (SELECT DISTINCT p, d FROM unnest(periods, durations) AS u(p, d)) AS x
   ),
   ops AS MATERIALIZED (
     SELECT o.i, o.b, o.v, w.s, w.e,
-           dense_rank() OVER (ORDER BY o.b COLLATE "C", o.v, w.s)::integer AS k
+           dense_rank() OVER (ORDER BY o.b COLLATE "C", o.v, w.s, w.e)::integer AS k
       FROM unnest(buckets, vals, periods, durations) WITH ORDINALITY AS o(b, v, p, d, i)
       JOIN windows AS w ON w.p = o.p AND w.d = o.d
   ),
   locked AS (
     INSERT INTO sluice_quota AS q (bucket, value, window_start, window_end, used)
     SELECT DISTINCT ON (k) b, v, s, e, 0 FROM ops ORDER BY k
-    ON CONFLICT (bucket, value, window_start) DO UPDATE SET used = q.used WHERE false
+    ON CONFLICT (bucket, value, window_start, window_end) DO UPDATE SET used = q.used WHERE false
   )
   SELECT array_agg(k ORDER BY i), array_agg(floor(extract(epoch FROM s) * 1000)::bigint ORDER BY i),
          array_agg(floor(extract(epoch FROM e) * 1000)::bigint ORDER BY i)
     INTO key_of, starts, ends
     FROM ops;
   -- A new statement, a new snapshot: it sees the latest version of every row locked above.
-  SELECT array_agg(q.ctid ORDER BY q.bucket COLLATE "C", q.value, q.window_start),
-         array_agg(q.used ORDER BY q.bucket COLLATE "C", q.value, q.window_start)
+  SELECT array_agg(q.ctid ORDER BY q.bucket COLLATE "C", q.value, q.window_start, q.window_end),
+         array_agg(q.used ORDER BY q.bucket COLLATE "C", q.value, q.window_start, q.window_end)
     INTO row_tid, row_before
-    FROM (SELECT DISTINCT o.b, o.v, sluice_quota_start_v1(o.p, o.d, clock) AS s
+    FROM (SELECT DISTINCT o.b, o.v, sluice_quota_start_v2(o.p, o.d, clock) AS s,
+                 sluice_quota_end_v2(o.p, o.d, clock) AS e
             FROM unnest(buckets, vals, periods, durations) AS o(b, v, p, d)) AS r
-    JOIN sluice_quota AS q ON q.bucket = r.b AND q.value = r.v AND q.window_start = r.s;
+    JOIN sluice_quota AS q
+      ON q.bucket = r.b AND q.value = r.v AND q.window_start = r.s AND q.window_end = r.e;
   row_used := row_before;
 
   WHILE first <= n LOOP
@@ -154,21 +181,22 @@ $take$;
 
 -- What a quota used in the window that holds `at` (NULL: now()), and the window; used is 0 when
 -- the window has no row yet. For `sluice quota get`.
-CREATE OR REPLACE FUNCTION sluice_quota_get_v1(bucket_name text, val bytea, period text,
+CREATE OR REPLACE FUNCTION sluice_quota_get_v2(bucket_name text, val bytea, period text,
                                                duration_ms bigint, at timestamptz)
 RETURNS TABLE (used bigint, window_start timestamptz, window_end timestamptz)
 LANGUAGE sql STABLE AS $get$
   SELECT coalesce((SELECT q.used FROM sluice_quota AS q
-                    WHERE q.bucket = bucket_name AND q.value = val AND q.window_start = w.s), 0),
+                    WHERE q.bucket = bucket_name AND q.value = val AND q.window_start = w.s
+                      AND q.window_end = w.e), 0),
          w.s, w.e
-    FROM (SELECT sluice_quota_start_v1(period, duration_ms, coalesce(at, now())) AS s,
-                 sluice_quota_end_v1(period, duration_ms, coalesce(at, now())) AS e) AS w
+    FROM (SELECT sluice_quota_start_v2(period, duration_ms, coalesce(at, now())) AS s,
+                 sluice_quota_end_v2(period, duration_ms, coalesce(at, now())) AS e) AS w
 $get$;
 
 -- Sets what a quota used in its current window (0: a reset), and tells every gateway listening
 -- on the channel sluice_quota to forget what it remembered of the quota (a quota it knew to be
 -- spent). For `sluice quota set` and `reset`; the notification goes out at commit.
-CREATE OR REPLACE FUNCTION sluice_quota_set_v1(bucket_name text, val bytea, period text,
+CREATE OR REPLACE FUNCTION sluice_quota_set_v2(bucket_name text, val bytea, period text,
                                                duration_ms bigint, new_used bigint,
                                                at timestamptz)
 RETURNS TABLE (used bigint, window_start timestamptz, window_end timestamptz)
@@ -176,12 +204,12 @@ LANGUAGE plpgsql AS $set$
 #variable_conflict use_column
 DECLARE
   clock constant timestamptz := coalesce(at, now());
-  s constant timestamptz := sluice_quota_start_v1(period, duration_ms, clock);
-  e constant timestamptz := sluice_quota_end_v1(period, duration_ms, clock);
+  s constant timestamptz := sluice_quota_start_v2(period, duration_ms, clock);
+  e constant timestamptz := sluice_quota_end_v2(period, duration_ms, clock);
 BEGIN
   INSERT INTO sluice_quota AS q (bucket, value, window_start, window_end, used)
   VALUES (bucket_name, val, s, e, new_used)
-  ON CONFLICT (bucket, value, window_start) DO UPDATE SET used = excluded.used;
+  ON CONFLICT (bucket, value, window_start, window_end) DO UPDATE SET used = excluded.used;
   PERFORM pg_notify('sluice_quota', bucket_name || ':' || encode(val, 'hex'));
   RETURN QUERY SELECT new_used, s, e;
 END
@@ -189,7 +217,7 @@ $set$;
 
 -- Deletes at most `batch` rows whose window ended before `at` (NULL: now()), in one transaction;
 -- -1 when another gateway is deleting (it holds the lock), so that one gateway at a time does.
-CREATE OR REPLACE FUNCTION sluice_quota_cleanup_v1(batch integer, at timestamptz)
+CREATE OR REPLACE FUNCTION sluice_quota_cleanup_v2(batch integer, at timestamptz)
 RETURNS integer
 LANGUAGE plpgsql AS $cleanup$
 DECLARE
