@@ -353,6 +353,12 @@ TEST_F(LocalCountingTest, AtTheBoundCountsOwedAreNeverForgottenAndNewBucketsGetT
   EXPECT_EQ(SharedRemaining(kHundredPerDay, "rl:key:owed-3"), 99);
   EXPECT_TRUE(check("new-0").checked);
   EXPECT_EQ(gateway->Stats().evictions, 1u);
+
+  // The gateway sends what it owes as it goes; a store answers every call, so the held store
+  // answers those too (their callbacks hold the gateway's state, which holds the held store).
+  limiter->reset();
+  gateway.reset();
+  held->Release();
 }
 
 // Leased tokens held are not owed counts, but the store counts them as spent: a bucket holding
