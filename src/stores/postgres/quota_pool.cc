@@ -35,6 +35,23 @@ constexpr const char* kTakeName = "sluice_take";
 
 double Seconds(QuotaPool::Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
+// Each check's replies from the rows of its batch's statement, in the batch's order; `sizes`
+// holds each check's number of ops.
+Result<std::vector<std::vector<QuotaReply>>> BatchReplies(const std::vector<PgResult>& results,
+                                                          const std::vector<size_t>& sizes) {
+  const PGresult* result = results.empty() ? nullptr : results.back().get();
+  if (result == nullptr || PQnfields(result) != 6) {
+    return Status::StoreError("the quota statement answered no rows");
+  }
+  const Rows rows{static_cast<size_t>(PQntuples(result)), [result](size_t row, size_t column) {
+                    const int r = static_cast<int>(row);
+                    const int c = static_cast<int>(column);
+                    return std::string_view(PQgetvalue(result, r, c),
+                                            static_cast<size_t>(PQgetlength(result, r, c)));
+                  }};
+  return SplitReplies(rows, sizes);
+}
+
 }  // namespace
 
 QuotaPool::QuotaPool(PostgresOptions options, std::function<std::string()> test_clock)
@@ -383,24 +400,12 @@ void QuotaPool::OnBatch(Slot& slot, unsigned generation, Result<std::vector<PgRe
   slot.batch.clear();
   slot.state = SlotState::kIdle;
   slot.timer.cancel();
-  Result<std::vector<std::vector<QuotaReply>>> replies = results.status();
-  if (results.ok()) {
-    const PGresult* result = results->empty() ? nullptr : results->back().get();
-    if (result == nullptr || PQnfields(result) != 6) {
-      replies = Status::StoreError("the quota statement answered no rows");
-    } else {
-      std::vector<size_t> sizes;
-      sizes.reserve(batch.size());
-      for (const auto& check : batch) sizes.push_back(check->ops.size());
-      const Rows rows{static_cast<size_t>(PQntuples(result)), [result](size_t row, size_t column) {
-                        const int r = static_cast<int>(row);
-                        const int c = static_cast<int>(column);
-                        return std::string_view(PQgetvalue(result, r, c),
-                                                static_cast<size_t>(PQgetlength(result, r, c)));
-                      }};
-      replies = SplitReplies(rows, sizes);
-    }
-  }
+  std::vector<size_t> sizes;
+  sizes.reserve(batch.size());
+  for (const auto& check : batch) sizes.push_back(check->ops.size());
+  const Result<std::vector<std::vector<QuotaReply>>> replies =
+      results.ok() ? BatchReplies(*results, sizes)
+                   : Result<std::vector<std::vector<QuotaReply>>>(results.status());
   for (size_t i = 0; i < batch.size(); ++i) {
     Check& check = *batch[i];
     if (!check.done) continue;  // answered already: its deadline passed
