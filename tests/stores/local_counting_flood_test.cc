@@ -28,7 +28,7 @@ constexpr size_t kBound = 50'000;
 // (a script call each: most of this test's time), and two bounds' worth are forgotten; with Redis
 // down, the bound fills with buckets that owe, and every key after that is refused at once.
 constexpr int64_t kWhileUp = 3 * kBound;
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 constexpr int64_t kWhileDown = 1'000'000 - kWhileUp;  // the sanitizers slow every op
 #else
 constexpr int64_t kWhileDown = 10'000'000 - kWhileUp;
