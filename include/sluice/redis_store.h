@@ -115,15 +115,12 @@ class RedisStore final : public Store {
   std::shared_ptr<redis::CallPipeline> pipeline_;
 };
 
-// The Lua sources of the token bucket, GCRA and fixed window scripts, as embedded at build time.
-std::string_view TokenBucketScript();
-std::string_view GcraScript();
-std::string_view FixedWindowScript();
-// The script of `algorithm`: one of the three above.
-std::string_view BucketScript(Algorithm algorithm);
+// The Lua source of `algorithm`'s script, as embedded at build time; for the token bucket, the
+// one that keeps buckets in `layout` (the other algorithms have one layout).
+std::string_view BucketScript(Algorithm algorithm, BucketLayout layout = BucketLayout::kHash);
 
 // The Redis 7 function library ("sluice") that registers the scripts as functions,
-// sluice_token_bucket, sluice_gcra and sluice_fixed_window.
+// sluice_token_bucket, sluice_token_bucket_compact, sluice_gcra and sluice_fixed_window.
 std::string FunctionLibrary();
 
 }  // namespace sluice

@@ -54,27 +54,43 @@ bool IsAboutSomeKeys(std::string_view error) {
 
 bool IsReadOnly(std::string_view error) { return error.starts_with("READONLY"); }
 
-}  // namespace redis
-
-std::string_view BucketScript(Algorithm algorithm) {
+std::string_view FunctionName(Algorithm algorithm, BucketLayout layout) {
   switch (algorithm) {
     case Algorithm::kGcra:
-      return GcraScript();
+      return "sluice_gcra";
     case Algorithm::kFixedWindow:
-      return FixedWindowScript();
+      return "sluice_fixed_window";
     case Algorithm::kTokenBucket:
       break;
   }
-  return TokenBucketScript();
+  return layout == BucketLayout::kCompact ? "sluice_token_bucket_compact" : "sluice_token_bucket";
+}
+
+}  // namespace redis
+
+std::string_view BucketScript(Algorithm algorithm, BucketLayout layout) {
+  switch (algorithm) {
+    case Algorithm::kGcra:
+      return redis::GcraScript();
+    case Algorithm::kFixedWindow:
+      return redis::FixedWindowScript();
+    case Algorithm::kTokenBucket:
+      break;
+  }
+  return layout == BucketLayout::kCompact ? redis::TokenBucketCompactScript()
+                                          : redis::TokenBucketHashScript();
 }
 
 std::string FunctionLibrary() {
   std::string library = "#!lua name=sluice\n";
-  for (Algorithm algorithm : redis::kAlgorithms) {
-    library.append("\nredis.register_function('")
-        .append(redis::kFunctionNames[redis::Index(algorithm)]);
-    library.append("', function(KEYS, ARGV)\n").append(BucketScript(algorithm)).append("end)\n");
-  }
+  auto add = [&library](Algorithm algorithm, BucketLayout layout) {
+    library.append("\nredis.register_function('").append(redis::FunctionName(algorithm, layout));
+    library.append("', function(KEYS, ARGV)\n")
+        .append(BucketScript(algorithm, layout))
+        .append("end)\n");
+  };
+  for (Algorithm algorithm : redis::kAlgorithms) add(algorithm, BucketLayout::kHash);
+  add(Algorithm::kTokenBucket, BucketLayout::kCompact);
   return library;
 }
 

@@ -186,7 +186,7 @@ void CallPipeline::WriteLoad() {
   RespWriter out(out_);
   if (options_.mode == ScriptMode::kEvalsha) {
     for (Algorithm algorithm : kAlgorithms) {
-      out.Write({"SCRIPT", "LOAD", BucketScript(algorithm)});
+      out.Write({"SCRIPT", "LOAD", BucketScript(algorithm, options_.layout)});
       pending_.push_back({Pending::Kind::kLoad, {}, algorithm});
     }
   } else {
@@ -375,7 +375,7 @@ void CallPipeline::Send(std::vector<CheckPtr> checks) {
   if (options_.mode == ScriptMode::kEvalsha) {
     out.Arg("EVALSHA").Arg(script_sha_[Index(algorithm)]);
   } else {
-    out.Arg("FCALL").Arg(kFunctionNames[Index(algorithm)]);
+    out.Arg("FCALL").Arg(FunctionName(algorithm, options_.layout));
   }
   out.Arg(static_cast<int64_t>(count));
   for (const CheckPtr& check : checks) {
