@@ -48,8 +48,14 @@ bool IsMissingCode(std::string_view error) {
   return error.starts_with("NOSCRIPT") || error.starts_with("ERR Function not found");
 }
 
-bool IsAboutSomeKeys(std::string_view error) {
-  return error.starts_with("ASK ") || error.starts_with("TRYAGAIN");
+bool IsRedirection(std::string_view error) {
+  return error.starts_with("MOVED ") || error.starts_with("ASK ") || error.starts_with("TRYAGAIN");
+}
+
+bool IsNotHeldHere(std::string_view error) {
+  return error.find("Script attempted to access a non local key") != std::string_view::npos ||
+         error.find("Script attempted to execute a command while the cluster is down") !=
+             std::string_view::npos;
 }
 
 bool IsReadOnly(std::string_view error) { return error.starts_with("READONLY"); }
@@ -84,10 +90,13 @@ std::string_view BucketScript(Algorithm algorithm, BucketLayout layout) {
 std::string FunctionLibrary() {
   std::string library = "#!lua name=sluice\n";
   auto add = [&library](Algorithm algorithm, BucketLayout layout) {
-    library.append("\nredis.register_function('").append(redis::FunctionName(algorithm, layout));
-    library.append("', function(KEYS, ARGV)\n")
-        .append(BucketScript(algorithm, layout))
-        .append("end)\n");
+    std::string_view script = BucketScript(algorithm, layout);
+    script.remove_prefix(script.find('\n') + 1);  // the flags line: a function's are below
+    library.append("\nredis.register_function{function_name = '")
+        .append(redis::FunctionName(algorithm, layout));
+    library.append("', flags = {'allow-cross-slot-keys'}, callback = function(KEYS, ARGV)\n")
+        .append(script)
+        .append("end}\n");
   };
   for (Algorithm algorithm : redis::kAlgorithms) add(algorithm, BucketLayout::kHash);
   add(Algorithm::kTokenBucket, BucketLayout::kCompact);

@@ -52,10 +52,14 @@ Result<std::vector<BucketReply>> ParseBucketReplies(const redisReply& reply, siz
 // The server no longer has the code: a restart, SCRIPT FLUSH, failover, or FUNCTION FLUSH.
 bool IsMissingCode(std::string_view error);
 
-// A cluster node answers for a call's keys together while their slot migrates: ASK when one is
-// gone from it, TRYAGAIN when some are and some are not. For a call of several checks, that
-// may be about another check's keys than this one's.
-bool IsAboutSomeKeys(std::string_view error);
+// A cluster node's answer about where a call's declared keys are: MOVED, ASK when one is gone
+// from a migrating slot, TRYAGAIN when some are and some are not. For a call of several checks,
+// that may be about another check's keys than this one's.
+bool IsRedirection(std::string_view error);
+
+// A cluster node's refusal of an undeclared key of a slot it does not hold (moved, or migrating
+// and the key gone) or of any key while the cluster is down: about that check's keys alone.
+bool IsNotHeldHere(std::string_view error);
 
 // The server is a replica now (a failover demoted it): its writes are refused.
 bool IsReadOnly(std::string_view error);

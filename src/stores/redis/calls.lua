@@ -2,8 +2,12 @@
 -- One call: the buckets of one or more checks, each check's atomic, decided in the order given
 -- against one reading of Redis's clock. Appended to an algorithm's take and its layout's read
 -- and write.
--- KEYS[i] the i-th op's bucket; a key may come again in a later check of the call, never twice
+-- keys[i] the i-th op's bucket; a key may come again in a later check of the call, never twice
 -- in one check. ARGV[4i-3 .. 4i] the i-th op's four numbers.
+-- The keys are KEYS, except in a call across cluster slots: a node refuses declared keys of
+-- several slots, so such a call declares its first check's keys and passes the other checks'
+-- after the codes (the script is flagged allow-cross-slot-keys); a key the node does not hold
+-- then fails its check with the node's error, and the store sends that check again alone.
 -- ARGV[4n+1], when present, has a code per op ('0' plain, 'u' take up to the cost, 'd' take it
 -- into debt, '1' this op's rejection charges none of its check), the checks' codes apart by
 -- single spaces; absent, the call is one check of plain ops. A key is read at most once and
@@ -13,8 +17,16 @@
 -- each op.
 local t = redis.call('TIME') -- Redis's clock: one clock for every gateway
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) -- ms
-local n = #KEYS
+local argc = #ARGV
+local declared = #KEYS
+local n = declared + math.floor((argc - 4 * declared) / 5) -- 4 numbers and a key an undeclared op
 local flags = ARGV[4 * n + 1]
+local keys = KEYS
+if n > declared then
+  keys = {}
+  for i = 1, declared do keys[i] = KEYS[i] end
+  for i = declared + 1, n do keys[i] = ARGV[4 * n + 1 + i - declared] end
+end
 local states, failures, charged, written = {}, {}, {}, {}
 local unread = {} -- each bucket as read, before any op of the call
 local reply = {}
@@ -36,7 +48,7 @@ end
 -- then the check's every op answers the error.
 local function load(first, last)
   for i = first, last do
-    local key = KEYS[i]
+    local key = keys[i]
     if states[key] == nil and failures[key] == nil then
       states[key], failures[key] = read(key, now)
     end
@@ -52,12 +64,12 @@ end
 -- The i-th op against its bucket's state, taking `cost` as `mode` says.
 local function apply(i, cost, mode)
   local a = 4 * i - 4
-  return take(states[KEYS[i]], number(a + 1), number(a + 2), number(a + 3), cost, mode, now)
+  return take(states[keys[i]], number(a + 1), number(a + 2), number(a + 3), cost, mode, now)
 end
 
 -- Keeps the i-th op's new state for its bucket, to be written after every check, and its answer.
 local function charge(i, allowed, state, left, retry_ms, full_ms)
-  local key = KEYS[i]
+  local key = keys[i]
   if charged[key] == nil then written[#written + 1] = key end
   states[key], charged[key] = state, i
   local r = 4 * i
@@ -98,7 +110,7 @@ end
 -- as every bucket can be read; false at the first that cannot, with nothing written yet.
 local function run_plain()
   for i = 1, n do
-    local key = KEYS[i]
+    local key = keys[i]
     local state = states[key]
     if state == nil then
       state = read(key, now)
