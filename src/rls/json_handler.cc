@@ -1,8 +1,8 @@
 #include "rls/json_handler.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <string>
+
+#include "rls/json_form.h"
 
 namespace sluice::rls {
 namespace {
@@ -26,8 +26,7 @@ http::Awaitable<http::HttpResponse> HandleJson(Service& service, http::HttpReque
     co_return response;
   }
   RateLimitRequest call;
-  const auto parsed = google::protobuf::util::JsonStringToMessage(request.body(), &call);
-  if (!parsed.ok()) {
+  if (const Status parsed = ParseRateLimitRequestJson(request.body(), call); !parsed.ok()) {
     co_return Answer(request, status::status::bad_request,
                      "malformed RateLimitRequest: " + std::string(parsed.message()) + "\n");
   }
@@ -40,13 +39,13 @@ http::Awaitable<http::HttpResponse> HandleJson(Service& service, http::HttpReque
                          : status::status::service_unavailable,
                      answer.status().message() + "\n");
   }
-  std::string body;
-  (void)google::protobuf::util::MessageToJsonString(*answer, &body);
+  std::string body = RateLimitResponseJson(*answer);
+  body.push_back('\n');
   co_return Answer(request,
                    answer->overall_code() == RateLimitResponse::OVER_LIMIT
                        ? status::status::too_many_requests
                        : status::status::ok,
-                   body + "\n", "application/json");
+                   std::move(body), "application/json");
 }
 
 }  // namespace sluice::rls
