@@ -16,7 +16,8 @@ http::HttpResponse Answer(const http::HttpRequest& request, status::status code,
 
 }  // namespace
 
-http::Awaitable<http::HttpResponse> HandleJson(Service& service, http::HttpRequest request) {
+http::Awaitable<http::HttpResponse> HandleJson(Service& service, http::HttpRequest request,
+                                               size_t loop) {
   if (request.target() != "/json")
     co_return Answer(request, status::status::not_found, "not found\n");
   if (request.method() != status::verb::post) {
@@ -31,7 +32,7 @@ http::Awaitable<http::HttpResponse> HandleJson(Service& service, http::HttpReque
                      "malformed RateLimitRequest: " + std::string(parsed.message()) + "\n");
   }
   Result<RateLimitResponse> answer =
-      co_await service.AsyncShouldRateLimit(call, http::kUseAwaitable);
+      co_await service.AsyncShouldRateLimit(call, loop, http::kUseAwaitable);
   if (!answer.ok()) {
     co_return Answer(request,
                      answer.status().code() == StatusCode::kInvalidArgument
