@@ -28,6 +28,7 @@ struct Args {
   double seconds = 5;
   int keys = 100'000;
   std::string mode = "evalsha";
+  std::string layout = "hash";
   bool cluster = false;   // --port is a seed of a Redis Cluster
   int wait_replicas = 0;  // each check followed by WAIT for this many replicas (100 ms at most)
   std::string transport = "tcp";  // tcp, tls (on --tls-port, trusting --tls-ca) or unix
@@ -60,6 +61,8 @@ Request RequestFor(uint64_t n, int keys) {
 class Saturator {
  public:
   Saturator(const Limiter& limiter, const Args& args) : limiter_(limiter), args_(args) {}
+
+  uint64_t Done() const { return done_; }
 
   double Run() {
     deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -122,6 +125,8 @@ std::pair<double, double> MedianLatenciesUs(const Limiter& one_rule, const Limit
 template <typename S>
 std::shared_ptr<S> Open(const Args& args) {
   const ScriptMode mode = args.mode == "function" ? ScriptMode::kFunction : ScriptMode::kEvalsha;
+  const BucketLayout layout =
+      args.layout == "compact" ? BucketLayout::kCompact : BucketLayout::kHash;
   std::shared_ptr<S> store;
   if constexpr (std::is_same_v<S, RedisStore>) {
     RedisOptions options;
@@ -135,12 +140,14 @@ std::shared_ptr<S> Open(const Args& args) {
     }
     options.timeout = std::chrono::seconds(2);
     options.mode = mode;
+    options.layout = layout;
     store = std::make_shared<S>(options);
   } else {
     ClusterOptions options;
     options.seeds = {{"127.0.0.1", args.port}};
     options.timeout = std::chrono::seconds(2);
     options.mode = mode;
+    options.layout = layout;
     store = std::make_shared<S>(options);
   }
   if (!store->WaitReady(std::chrono::seconds(5))) throw std::runtime_error("redis not ready");
@@ -206,8 +213,9 @@ void Run(const Args& args) {
   const double checks_per_s = saturator.Run();
   fmt::print(
       "{{\"rules\": {}, \"checks_per_s\": {:.0f}, \"buckets_per_s\": {:.0f}, "
-      "\"commands_per_write\": {}}}\n",
-      args.rules, checks_per_s, checks_per_s * args.rules, CommandsPerWrite(store));
+      "\"checks\": {}, \"commands_per_write\": {}}}\n",
+      args.rules, checks_per_s, checks_per_s * args.rules, saturator.Done(),
+      CommandsPerWrite(store));
 }
 
 }  // namespace
@@ -223,6 +231,7 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", args.seconds);
   app.add_option("--keys", args.keys)->check(CLI::Range(1, 100'000'000));
   app.add_option("--mode", args.mode)->check(CLI::IsMember({"evalsha", "function"}));
+  app.add_option("--layout", args.layout)->check(CLI::IsMember({"hash", "compact"}));
   app.add_flag("--cluster", args.cluster, "--port is a seed of a Redis Cluster");
   app.add_option("--wait-replicas", args.wait_replicas, "WAIT for this many replicas")
       ->check(CLI::Range(0, 16));

@@ -26,6 +26,7 @@ struct ClusterOptions {
   // when it has one, else server_name, else its address.
   std::optional<TlsOptions> tls;
   ScriptMode mode = ScriptMode::kEvalsha;
+  BucketLayout layout = BucketLayout::kHash;
   std::chrono::milliseconds connect_timeout{1000};
   // A whole check, redirections and retries included; past it, kDeadlineExceeded (or the last
   // error seen) and the failure policy.

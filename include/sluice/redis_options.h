@@ -21,6 +21,15 @@ enum class ScriptMode {
   kFunction,  // Redis 7 functions: FUNCTION LOAD of the "sluice" library, then FCALL
 };
 
+// How a token bucket is kept in Redis. Either layout reads a bucket the other left, and
+// replaces it, so switching keeps every count.
+enum class BucketLayout {
+  kHash,     // the design document's: a hash of tokens and ts; shared with any gateway that
+             // runs the document's script
+  kCompact,  // one 16-byte string set with its expiry in one command: less memory, and one
+             // command a bucket fewer for Redis to run
+};
+
 // TLS to Redis. The server's certificate and name are verified unless `verify` is false.
 struct TlsOptions {
   std::string ca_file;    // PEM; empty: the system's trust store
@@ -67,6 +76,7 @@ struct RedisOptions {
                               // RedisCredentials), one trailing newline dropped
   int db = 0;                 // SELECTed after connecting
   ScriptMode mode = ScriptMode::kEvalsha;
+  BucketLayout layout = BucketLayout::kHash;
   // To connect, handshakes (TLS, AUTH, the script load) included.
   std::chrono::milliseconds connect_timeout{1000};
   // A check not answered within this time fails with kDeadlineExceeded.

@@ -38,8 +38,9 @@ struct RedisCall {
   bool all_or_nothing = false;
   // Fail with kDeadlineExceeded at this time if it is sooner than the store's own timeout.
   std::optional<std::chrono::steady_clock::time_point> deadline;
-  // The cluster slot of every key, on a cluster node: calls that arrive together share one
-  // script call only when their slots are the same (a node refuses a call across slots).
+  // The cluster slot of every key, on a cluster node. Calls of several slots share one script
+  // call, which declares only the first one's keys (a node refuses declared keys of several
+  // slots); a call whose undeclared keys the node does not hold is sent again alone.
   std::optional<uint16_t> slot;
 };
 
@@ -80,7 +81,8 @@ class RedisStore final : public Store {
 
   // All of `ops` of one algorithm in one script call (so their keys must share a slot on a
   // cluster node); ops of each algorithm in a call of their own, in the same write. Calls that
-  // arrive together (of one algorithm and RedisCall::slot; at most 64 ops) are one script call,
+  // arrive together (of one algorithm, whatever their RedisCall::slot; at most 64 ops) are one
+  // script call,
   // each still atomic and decided in turn, so that Redis's cost per call is paid once for them
   // all; when a migrating slot answers such a call with ASK or TRYAGAIN, each check is sent
   // again alone, so that the answer it gets is about its own keys. When an
@@ -115,15 +117,12 @@ class RedisStore final : public Store {
   std::shared_ptr<redis::CallPipeline> pipeline_;
 };
 
-// The Lua sources of the token bucket, GCRA and fixed window scripts, as embedded at build time.
-std::string_view TokenBucketScript();
-std::string_view GcraScript();
-std::string_view FixedWindowScript();
-// The script of `algorithm`: one of the three above.
-std::string_view BucketScript(Algorithm algorithm);
+// The Lua source of `algorithm`'s script, as embedded at build time; for the token bucket, the
+// one that keeps buckets in `layout` (the other algorithms have one layout).
+std::string_view BucketScript(Algorithm algorithm, BucketLayout layout = BucketLayout::kHash);
 
 // The Redis 7 function library ("sluice") that registers the scripts as functions,
-// sluice_token_bucket, sluice_gcra and sluice_fixed_window.
+// sluice_token_bucket, sluice_token_bucket_compact, sluice_gcra and sluice_fixed_window.
 std::string FunctionLibrary();
 
 }  // namespace sluice

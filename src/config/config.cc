@@ -56,6 +56,7 @@ const std::vector<std::string_view> kAllStoreFields = {"type",
                                                        "sentinel_password_file",
                                                        "tls",
                                                        "mode",
+                                                       "layout",
                                                        "timeout",
                                                        "connect_timeout",
                                                        "max_in_flight",
@@ -64,15 +65,15 @@ const std::vector<std::string_view> kAllStoreFields = {"type",
 const StoreFields kStoreFields[] = {
     {"memory", {"max_buckets"}},
     {"redis",
-     {"url", "username", "password", "password_file", "tls", "mode", "timeout", "connect_timeout",
-      "max_in_flight", "max_buckets"}},
+     {"url", "username", "password", "password_file", "tls", "mode", "layout", "timeout",
+      "connect_timeout", "max_in_flight", "max_buckets"}},
     {"sentinel",
      {"sentinels", "master", "db", "username", "password", "password_file", "sentinel_username",
-      "sentinel_password", "sentinel_password_file", "tls", "mode", "timeout", "connect_timeout",
-      "max_in_flight", "max_buckets"}},
+      "sentinel_password", "sentinel_password_file", "tls", "mode", "layout", "timeout",
+      "connect_timeout", "max_in_flight", "max_buckets"}},
     {"cluster",
-     {"nodes", "username", "password", "password_file", "tls", "mode", "timeout", "connect_timeout",
-      "max_in_flight", "refresh_interval", "max_buckets"}},
+     {"nodes", "username", "password", "password_file", "tls", "mode", "layout", "timeout",
+      "connect_timeout", "max_in_flight", "refresh_interval", "max_buckets"}},
 };
 
 // Refuses a field that `type` does not take, naming the types that do.
@@ -138,6 +139,10 @@ void ParseCredentials(const YamlField& f, const char* prefix, std::string& usern
 template <typename Options>
 void ParseTimings(const YamlField& f, Options& options) {
   if (f.Has("mode")) options.mode = f["mode"].Check(ParseScriptMode(f["mode"].String()));
+  if (f.Has("layout")) {
+    options.layout = f["layout"].OneOf({"hash", "compact"}) == "compact" ? BucketLayout::kCompact
+                                                                         : BucketLayout::kHash;
+  }
   if (f.Has("timeout")) options.timeout = f["timeout"].Duration();
   if (f.Has("connect_timeout")) options.connect_timeout = f["connect_timeout"].Duration();
   if (f.Has("max_in_flight")) {

@@ -40,6 +40,23 @@ TEST(StoreConfigTest, RedissAloneIsTlsWithTheDefaults) {
   EXPECT_EQ(c->store.redis.tls, TlsOptions{});
 }
 
+TEST(StoreConfigTest, BucketLayout) {
+  Result<Config> hash = Parse("  {type: redis, url: 'redis://r:6379'}\n");
+  ASSERT_TRUE(hash.ok()) << hash.status().message();
+  EXPECT_EQ(hash->store.redis.layout, BucketLayout::kHash);  // the document's, by default
+  Result<Config> compact = Parse("  {type: redis, url: 'redis://r:6379', layout: compact}\n");
+  ASSERT_TRUE(compact.ok()) << compact.status().message();
+  EXPECT_EQ(compact->store.redis.layout, BucketLayout::kCompact);
+  Result<Config> cluster = Parse("  {type: cluster, nodes: ['127.0.0.1:7001'], layout: compact}\n");
+  ASSERT_TRUE(cluster.ok()) << cluster.status().message();
+  EXPECT_EQ(cluster->store.cluster.layout, BucketLayout::kCompact);
+  Result<Config> wrong = Parse("  {type: redis, url: 'redis://r:6379', layout: packed}\n");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("layout"), std::string::npos) << wrong.status().message();
+  Result<Config> memory = Parse("  {type: memory, layout: compact}\n");
+  EXPECT_FALSE(memory.ok());
+}
+
 TEST(StoreConfigTest, UnixSocket) {
   Result<Config> c = Parse(
       "  {type: redis, url: 'unix:///run/redis/redis.sock?db=3', "

@@ -10,11 +10,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
@@ -143,6 +145,53 @@ TEST_F(ClusterStoreTest, RacingStoresAdmitExactlyWhatTheBucketsAllow) {
   EXPECT_EQ(errors, 0);
   // 2,400 takes over 12 buckets: every bucket is drained, and none gives more than it holds.
   for (const auto& [key, count] : admitted) EXPECT_EQ(count, 40) << key;
+}
+
+// Checks bound for one primary share script calls whatever their slots (the scripts are flagged
+// allow-cross-slot-keys and declare one slot's keys): 1,000 checks on 1,000 keys of many slots,
+// all in flight at once, take far fewer calls than checks, and each is decided on its own bucket.
+TEST_F(ClusterStoreTest, ChecksOfManySlotsOnOnePrimaryShareScriptCalls) {
+  const uint16_t primary = cluster_->Primaries().front();
+  for (ScriptMode mode : {ScriptMode::kEvalsha, ScriptMode::kFunction}) {
+    SCOPED_TRACE(mode == ScriptMode::kEvalsha ? "evalsha" : "function");
+    const std::vector<std::string> keys =
+        KeysOn(*cluster_, primary, 1000, "share" + std::to_string(static_cast<int>(mode)));
+    std::set<uint16_t> slots;
+    for (const std::string& key : keys) slots.insert(KeySlot(key));
+    ASSERT_GT(slots.size(), 500u);
+    ClusterOptions options = cluster_->Options();
+    options.mode = mode;
+    auto store = Connect(options);
+    const Limit limit = NoRefill(5);
+    ASSERT_TRUE(ApplyBlocking(*store, {{keys.front(), limit, 0}}).ok());  // connected
+    RedisClient(primary).Command({"CONFIG", "RESETSTAT"});
+    std::mutex mutex;
+    std::condition_variable all_done;
+    size_t done = 0, allowed = 0;
+    for (const std::string& key : keys) {
+      store->Apply({{key, limit, 2}}, [&](Result<std::vector<BucketReply>> replies) {
+        std::lock_guard lock(mutex);
+        EXPECT_TRUE(replies.ok()) << replies.status().ToString();
+        if (replies.ok() && replies->front().allowed && replies->front().remaining == 3) {
+          ++allowed;
+        }
+        if (++done == keys.size()) all_done.notify_one();
+      });
+    }
+    std::unique_lock lock(mutex);
+    ASSERT_TRUE(
+        all_done.wait_for(lock, std::chrono::seconds(10), [&] { return done == keys.size(); }));
+    EXPECT_EQ(allowed, keys.size());
+    lock.unlock();
+    const std::string stats = RedisClient(primary).String({"INFO", "commandstats"});
+    const std::string command =
+        mode == ScriptMode::kEvalsha ? "cmdstat_evalsha:calls=" : "cmdstat_fcall:calls=";
+    const size_t at = stats.find(command);
+    ASSERT_NE(at, std::string::npos) << stats;
+    const long calls = std::strtol(stats.c_str() + at + command.size(), nullptr, 10);
+    EXPECT_LT(calls, static_cast<long>(keys.size() / 4)) << "script calls for 1,000 checks";
+    for (size_t i = 0; i < keys.size(); i += 97) EXPECT_EQ(Remaining(*store, keys[i], limit), 3);
+  }
 }
 
 TEST_F(ClusterStoreTest, EveryPrimaryReloadsItsScriptAfterAFlush) {

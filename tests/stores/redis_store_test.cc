@@ -440,9 +440,21 @@ std::vector<std::string> CallOfChecks(const std::string& sha, const std::vector<
   return command;
 }
 
-class RedisCallOfChecksTest : public ::testing::TestWithParam<Algorithm> {
+// A script under test: an algorithm, and for the token bucket a layout.
+struct BucketScriptKind {
+  Algorithm algorithm;
+  BucketLayout layout = BucketLayout::kHash;
+};
+
+std::string ScriptName(const ::testing::TestParamInfo<BucketScriptKind>& info) {
+  static constexpr const char* kNames[] = {"TokenBucket", "Gcra", "FixedWindow"};
+  return std::string(kNames[static_cast<size_t>(info.param.algorithm)]) +
+         (info.param.layout == BucketLayout::kCompact ? "Compact" : "");
+}
+
+class RedisCallOfChecksTest : public ::testing::TestWithParam<BucketScriptKind> {
  protected:
-  std::string_view Script() const { return BucketScript(GetParam()); }
+  std::string_view Script() const { return BucketScript(GetParam().algorithm, GetParam().layout); }
 };
 
 // Checks on one bucket in one call are decided in turn, as separate calls would be, and the
@@ -523,7 +535,8 @@ TEST_P(RedisCallOfChecksTest, ABucketOfTheWrongTypeFailsOnlyItsCheck) {
 TEST(RedisCallOfChecksFixedWindowTest, ACounterThatIsNoWholeNumberFailsOnlyItsCheck) {
   RedisServer server;
   auto client = server.Client();
-  const std::string sha = client->String({"SCRIPT", "LOAD", std::string(FixedWindowScript())});
+  const std::string sha =
+      client->String({"SCRIPT", "LOAD", std::string(BucketScript(Algorithm::kFixedWindow))});
   const Limit ten_per_hour{10, 10, 3'600'000};
   for (const std::string odd : {"2.5", "1e3", "x"}) {
     SCOPED_TRACE(odd);
@@ -541,9 +554,50 @@ TEST(RedisCallOfChecksFixedWindowTest, ACounterThatIsNoWholeNumberFailsOnlyItsCh
   EXPECT_EQ(client->String({"GET", "fine"}), "6");
 }
 
-INSTANTIATE_TEST_SUITE_P(Algorithms, RedisCallOfChecksTest,
-                         ::testing::Values(Algorithm::kTokenBucket, Algorithm::kGcra,
-                                           Algorithm::kFixedWindow));
+INSTANTIATE_TEST_SUITE_P(Scripts, RedisCallOfChecksTest,
+                         ::testing::Values(BucketScriptKind{Algorithm::kTokenBucket},
+                                           BucketScriptKind{Algorithm::kTokenBucket,
+                                                            BucketLayout::kCompact},
+                                           BucketScriptKind{Algorithm::kGcra},
+                                           BucketScriptKind{Algorithm::kFixedWindow}),
+                         ScriptName);
+
+// Switching a deployment's layout keeps every count: each layout reads the bucket the other left,
+// and replaces it with its own.
+TEST(RedisBucketLayoutTest, EachLayoutTakesOverTheOthersBuckets) {
+  RedisServer server;
+  auto client = server.Client();
+  const std::string hash = client->String(
+      {"SCRIPT", "LOAD", std::string(BucketScript(Algorithm::kTokenBucket, BucketLayout::kHash))});
+  const std::string compact =
+      client->String({"SCRIPT", "LOAD",
+                      std::string(BucketScript(Algorithm::kTokenBucket, BucketLayout::kCompact))});
+  const Limit ten_per_hour{10, 10, 3'600'000};
+  auto take = [&](const std::string& sha, int64_t cost) {
+    testing::ReplyPtr reply =
+        client->Command({"EVALSHA", sha, "1", "switch", std::to_string(ten_per_hour.capacity),
+                         std::to_string(ten_per_hour.tokens),
+                         std::to_string(ten_per_hour.period_ms), std::to_string(cost)});
+    EXPECT_EQ(reply->type, REDIS_REPLY_ARRAY);
+    return reply->type == REDIS_REPLY_ARRAY ? reply->element[1]->integer : -1;
+  };
+  EXPECT_EQ(take(hash, 5), 5);
+  EXPECT_EQ(client->String({"TYPE", "switch"}), "hash");
+  EXPECT_EQ(take(compact, 1), 4);
+  EXPECT_EQ(client->String({"TYPE", "switch"}), "string");
+  EXPECT_EQ(client->Integer({"STRLEN", "switch"}), 16);
+  EXPECT_GT(client->Integer({"PTTL", "switch"}), 0);
+  EXPECT_EQ(take(hash, 1), 3);
+  EXPECT_EQ(client->String({"TYPE", "switch"}), "hash");
+  EXPECT_GT(client->Integer({"PTTL", "switch"}), 0);
+  // A string that is no bucket is an error, not a full bucket.
+  client->Command({"SET", "switch", "not a bucket"});
+  testing::ReplyPtr refused =
+      client->Command({"EVALSHA", compact, "1", "switch", "10", "10", "3600000", "1"});
+  ASSERT_EQ(refused->type, REDIS_REPLY_ARRAY);
+  ASSERT_EQ(refused->element[0]->type, REDIS_REPLY_ERROR);
+  EXPECT_NE(std::string(refused->element[0]->str).find("holds no token bucket"), std::string::npos);
+}
 
 // Through the store: checks on a bucket of the wrong type fail with the server's error, and the
 // checks that share their script calls are answered as usual.

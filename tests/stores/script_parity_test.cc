@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <numeric>
 #include <optional>
@@ -78,21 +79,35 @@ void RunRandomSchedule(const std::string& script, const std::string& key_prefix,
   }
 }
 
-// The token bucket's script against `take` (TakeTokens or TakeTokensInDebt): the replies, and
-// the tokens and expiry each key holds.
+// The tokens a token bucket's key holds, in `layout`: the hash's field, or the first of the
+// compact string's two little-endian doubles.
+double StoredTokens(testing::RedisClient& client, const std::string& key, BucketLayout layout) {
+  if (layout == BucketLayout::kHash) return std::stod(client.String({"HGET", key, "tokens"}));
+  const std::string packed = client.String({"GET", key});
+  double tokens = 0;
+  EXPECT_EQ(packed.size(), 2 * sizeof tokens);
+  if (packed.size() >= sizeof tokens) std::memcpy(&tokens, packed.data(), sizeof tokens);
+  return tokens;
+}
+
+// The token bucket's script in `layout` against `take` (TakeTokens or TakeTokensInDebt): the
+// replies, and the tokens and expiry each key holds.
 void RunTokenBucketSchedule(const std::string& key_prefix, uint64_t seed,
-                            decltype(&TakeTokens) take, bool debt) {
+                            decltype(&TakeTokens) take, bool debt,
+                            BucketLayout layout = BucketLayout::kHash) {
   std::vector<std::optional<BucketState>> states(5);
   RunRandomSchedule(
-      testing::ScriptWithClockFromArguments(Algorithm::kTokenBucket), key_prefix, seed,
+      testing::ScriptWithClockFromArguments(Algorithm::kTokenBucket, layout), key_prefix, seed,
       [&](testing::RedisClient&, size_t i, const Limit& limit, int64_t cost, int64_t now_ms) {
         return take(states[i], limit, cost, now_ms);
       },
       [&](testing::RedisClient& client, size_t i, const std::string& key,
           const TakeOutcome& expected) {
-        ASSERT_EQ(std::stod(client.String({"HGET", key, "tokens"})), expected.state.tokens);
-        ASSERT_EQ(std::stod(client.String({"HGET", key, "ttl"})),
-                  static_cast<double>(expected.ttl_ms));
+        const std::string ttl = layout == BucketLayout::kHash
+                                    ? client.String({"HGET", key, "ttl"})
+                                    : client.String({"GET", key + ":ttl"});
+        ASSERT_EQ(StoredTokens(client, key, layout), expected.state.tokens);
+        ASSERT_EQ(std::stod(ttl), static_cast<double>(expected.ttl_ms));
         if (expected.ttl_ms <= 0) {  // PEXPIRE 0 deletes the key: a full bucket is no bucket
           client.Command({"DEL", key});
           states[i].reset();
@@ -112,6 +127,14 @@ TEST(ScriptParityTest, MemoryArithmeticMatchesTheScriptOnRandomSchedules) {
 // capacity.
 TEST(ScriptParityTest, DebtMatchesTheScriptOnRandomSchedules) {
   RunTokenBucketSchedule("debt:", 20261205, &TakeTokensInDebt, /*debt=*/true);
+}
+
+// The compact layout keeps the same numbers, exactly: the arithmetic is the same, and the packed
+// doubles need no decimal conversion.
+TEST(ScriptParityTest, CompactLayoutMatchesTheMemoryArithmetic) {
+  RunTokenBucketSchedule("compact:", 20261206, &TakeTokens, /*debt=*/false, BucketLayout::kCompact);
+  RunTokenBucketSchedule("compact-debt:", 20261207, &TakeTokensInDebt, /*debt=*/true,
+                         BucketLayout::kCompact);
 }
 
 TEST(ScriptParityTest, GcraArithmeticMatchesItsScriptOnRandomSchedules) {
@@ -187,7 +210,7 @@ std::string StoredAt(testing::RedisClient& client, const std::string& key, int64
   std::string stored = type + "|";
   testing::ReplyPtr value =
       type == "hash" ? client.Command({"HGETALL", key}) : client.Command({"GET", key});
-  if (value->type == REDIS_REPLY_STRING) stored += value->str;
+  if (value->type == REDIS_REPLY_STRING) stored.append(value->str, value->len);  // may be binary
   for (size_t i = 0; value->type == REDIS_REPLY_ARRAY && i < value->elements; ++i) {
     stored += std::string(value->element[i]->str) + ",";
   }
@@ -251,14 +274,15 @@ std::vector<std::string> Call(const std::string& sha, const std::string& prefix,
 // (as while gateways reload a changed rule; a fixed window keeps one, its windows being the
 // limit's): one call of them all must answer and store exactly what a call per check, in the
 // same order at the same instant, does.
-class CallOfChecksParityTest : public ::testing::TestWithParam<Algorithm> {};
+class CallOfChecksParityTest : public ::testing::TestWithParam<std::pair<Algorithm, BucketLayout>> {
+};
 
 TEST_P(CallOfChecksParityTest, OneCallOfChecksEqualsACallPerCheck) {
-  const Algorithm algorithm = GetParam();
+  const auto [algorithm, layout] = GetParam();
   testing::RedisServer server;
   auto client = server.Client();
   const std::string sha =
-      client->String({"SCRIPT", "LOAD", testing::ScriptWithClockFromArguments(algorithm)});
+      client->String({"SCRIPT", "LOAD", testing::ScriptWithClockFromArguments(algorithm, layout)});
   const std::vector<Limit> limits = algorithm == Algorithm::kFixedWindow
                                         ? std::vector<Limit>{{3, 3, 1'000}, {5, 5, 700}}
                                         : std::vector<Limit>{{3, 1, 1'000}, {5, 2, 700}};
@@ -316,9 +340,19 @@ TEST_P(CallOfChecksParityTest, OneCallOfChecksEqualsACallPerCheck) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Algorithms, CallOfChecksParityTest,
-                         ::testing::Values(Algorithm::kTokenBucket, Algorithm::kGcra,
-                                           Algorithm::kFixedWindow));
+std::string ScriptName(const ::testing::TestParamInfo<std::pair<Algorithm, BucketLayout>>& info) {
+  static constexpr const char* kNames[] = {"TokenBucket", "Gcra", "FixedWindow"};
+  return std::string(kNames[static_cast<size_t>(info.param.first)]) +
+         (info.param.second == BucketLayout::kCompact ? "Compact" : "");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Scripts, CallOfChecksParityTest,
+    ::testing::Values(std::make_pair(Algorithm::kTokenBucket, BucketLayout::kHash),
+                      std::make_pair(Algorithm::kTokenBucket, BucketLayout::kCompact),
+                      std::make_pair(Algorithm::kGcra, BucketLayout::kHash),
+                      std::make_pair(Algorithm::kFixedWindow, BucketLayout::kHash)),
+    ScriptName);
 
 }  // namespace
 }  // namespace sluice

@@ -46,16 +46,18 @@ void PrintTo(const StoreKind& kind, std::ostream* os) { *os << kind.name; }
 
 // A store of type S on `options` once it is ready, keeping `backend`.
 template <typename S, typename Options>
-MadeStore MakeOn(std::shared_ptr<void> backend, Options options, ScriptMode mode) {
+MadeStore MakeOn(std::shared_ptr<void> backend, Options options, ScriptMode mode,
+                 BucketLayout layout = BucketLayout::kHash) {
   options.mode = mode;
+  options.layout = layout;
   auto store = std::make_shared<S>(options);
   EXPECT_TRUE(store->WaitReady(std::chrono::seconds(5)));
   return {std::move(backend), store};
 }
 
-MadeStore OnServer(ScriptMode mode) {
+MadeStore OnServer(ScriptMode mode, BucketLayout layout = BucketLayout::kHash) {
   auto server = std::make_shared<RedisServer>();
-  return MakeOn<RedisStore>(server, server->Options(), mode);
+  return MakeOn<RedisStore>(server, server->Options(), mode, layout);
 }
 
 // A server that serves TLS (with the test CA's certificate) beside its plaintext port.
@@ -100,8 +102,8 @@ RedisCluster* SharedCluster(bool tls) {
   return cluster;
 }
 
-MadeStore OnCluster(ScriptMode mode, bool tls = false) {
-  return MakeOn<ClusterStore>(nullptr, SharedCluster(tls)->Options(), mode);
+MadeStore OnCluster(ScriptMode mode, bool tls = false, BucketLayout layout = BucketLayout::kHash) {
+  return MakeOn<ClusterStore>(nullptr, SharedCluster(tls)->Options(), mode, layout);
 }
 
 class StoreConformanceTest : public ::testing::TestWithParam<StoreKind> {
@@ -596,12 +598,16 @@ INSTANTIATE_TEST_SUITE_P(
                   }},
         StoreKind{"RedisEvalsha", false, [] { return OnServer(ScriptMode::kEvalsha); }},
         StoreKind{"RedisFunction", false, [] { return OnServer(ScriptMode::kFunction); }},
+        StoreKind{"RedisCompact", false,
+                  [] { return OnServer(ScriptMode::kEvalsha, BucketLayout::kCompact); }},
         StoreKind{"RedisTls", false, OnTlsServer},
         StoreKind{"RedisUnixSocket", false, OnUnixSocket},
         StoreKind{"Sentinel", false, OnSentinels},
         StoreKind{"ClusterEvalsha", false, [] { return OnCluster(ScriptMode::kEvalsha); }},
         StoreKind{"ClusterFunction", false, [] { return OnCluster(ScriptMode::kFunction); }},
-        StoreKind{"ClusterTls", false, [] { return OnCluster(ScriptMode::kEvalsha, true); }}),
+        StoreKind{"ClusterTls", false, [] { return OnCluster(ScriptMode::kEvalsha, true); }},
+        StoreKind{"ClusterCompactFunction", false,
+                  [] { return OnCluster(ScriptMode::kFunction, false, BucketLayout::kCompact); }}),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace

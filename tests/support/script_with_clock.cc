@@ -15,14 +15,21 @@ void Swap(std::string& script, const std::string& from, const std::string& to) {
 
 }  // namespace
 
-std::string ScriptWithClockFromArguments(Algorithm algorithm) {
-  std::string script(BucketScript(algorithm));
+std::string ScriptWithClockFromArguments(Algorithm algorithm, BucketLayout layout) {
+  std::string script(BucketScript(algorithm, layout));
   Swap(script, "redis.call('TIME')", "{ARGV[#ARGV - 1], ARGV[#ARGV]}");
-  Swap(script, "local flags = ARGV[4 * #KEYS + 1] or ''",
-       "local flags = #ARGV == 4 * #KEYS + 3 and ARGV[4 * #KEYS + 1] or ''");
+  Swap(script, "local flags = ARGV[4 * n + 1]",
+       "local flags = #ARGV == 4 * n + 3 and ARGV[4 * n + 1] or nil");
   switch (algorithm) {
     case Algorithm::kTokenBucket:
-      Swap(script, "redis.call('PEXPIRE', key,", "redis.call('HSET', key, 'ttl',");
+      if (layout == BucketLayout::kCompact) {  // kept when full, as PEXPIRE's swap keeps it
+        Swap(script, "if ttl <= 0 then return redis.call('DEL', key) end", "");
+        Swap(script, "redis.call('SET', key, struct.pack('<dd', state[1], state[2]), 'PX', ttl)",
+             "redis.call('SET', key, struct.pack('<dd', state[1], state[2])); "
+             "redis.call('SET', key .. ':ttl', ttl)");
+      } else {
+        Swap(script, "redis.call('PEXPIRE', key,", "redis.call('HSET', key, 'ttl',");
+      }
       break;
     case Algorithm::kGcra:
       Swap(script, "redis.call('SET', key, tat, 'PX', ttl)",

@@ -254,6 +254,7 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
       redis.tls = options_.tls;
       if (redis.tls && !hostname.empty()) redis.tls->server_name = hostname;
       redis.mode = options_.mode;
+      redis.layout = options_.layout;
       redis.connect_timeout = options_.connect_timeout;
       redis.timeout = options_.timeout;
       redis.max_in_flight = options_.max_in_flight;

@@ -48,33 +48,58 @@ bool IsMissingCode(std::string_view error) {
   return error.starts_with("NOSCRIPT") || error.starts_with("ERR Function not found");
 }
 
-bool IsAboutSomeKeys(std::string_view error) {
-  return error.starts_with("ASK ") || error.starts_with("TRYAGAIN");
+bool IsRedirection(std::string_view error) {
+  return error.starts_with("MOVED ") || error.starts_with("ASK ") || error.starts_with("TRYAGAIN");
+}
+
+bool IsNotHeldHere(std::string_view error) {
+  return error.find("Script attempted to access a non local key") != std::string_view::npos ||
+         error.find("Script attempted to execute a command while the cluster is down") !=
+             std::string_view::npos;
 }
 
 bool IsReadOnly(std::string_view error) { return error.starts_with("READONLY"); }
 
-}  // namespace redis
-
-std::string_view BucketScript(Algorithm algorithm) {
+std::string_view FunctionName(Algorithm algorithm, BucketLayout layout) {
   switch (algorithm) {
     case Algorithm::kGcra:
-      return GcraScript();
+      return "sluice_gcra";
     case Algorithm::kFixedWindow:
-      return FixedWindowScript();
+      return "sluice_fixed_window";
     case Algorithm::kTokenBucket:
       break;
   }
-  return TokenBucketScript();
+  return layout == BucketLayout::kCompact ? "sluice_token_bucket_compact" : "sluice_token_bucket";
+}
+
+}  // namespace redis
+
+std::string_view BucketScript(Algorithm algorithm, BucketLayout layout) {
+  switch (algorithm) {
+    case Algorithm::kGcra:
+      return redis::GcraScript();
+    case Algorithm::kFixedWindow:
+      return redis::FixedWindowScript();
+    case Algorithm::kTokenBucket:
+      break;
+  }
+  return layout == BucketLayout::kCompact ? redis::TokenBucketCompactScript()
+                                          : redis::TokenBucketHashScript();
 }
 
 std::string FunctionLibrary() {
   std::string library = "#!lua name=sluice\n";
-  for (Algorithm algorithm : redis::kAlgorithms) {
-    library.append("\nredis.register_function('")
-        .append(redis::kFunctionNames[redis::Index(algorithm)]);
-    library.append("', function(KEYS, ARGV)\n").append(BucketScript(algorithm)).append("end)\n");
-  }
+  auto add = [&library](Algorithm algorithm, BucketLayout layout) {
+    std::string_view script = BucketScript(algorithm, layout);
+    script.remove_prefix(script.find('\n') + 1);  // the flags line: a function's are below
+    library.append("\nredis.register_function{function_name = '")
+        .append(redis::FunctionName(algorithm, layout));
+    library.append("', flags = {'allow-cross-slot-keys'}, callback = function(KEYS, ARGV)\n")
+        .append(script)
+        .append("end}\n");
+  };
+  for (Algorithm algorithm : redis::kAlgorithms) add(algorithm, BucketLayout::kHash);
+  add(Algorithm::kTokenBucket, BucketLayout::kCompact);
   return library;
 }
 

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sluice/redis_options.h"
 #include "sluice/status.h"
 #include "sluice/store.h"
 
@@ -20,9 +21,15 @@ inline constexpr std::array kAlgorithms = {Algorithm::kTokenBucket, Algorithm::k
 
 inline size_t Index(Algorithm algorithm) { return static_cast<size_t>(algorithm); }
 
-// The name each algorithm's script is registered under in the function library.
-inline constexpr std::array<std::string_view, kAlgorithms.size()> kFunctionNames = {
-    "sluice_token_bucket", "sluice_gcra", "sluice_fixed_window"};
+// The scripts as embedded at build time (generated scripts.cc): the token bucket in each
+// layout, GCRA and the fixed window.
+std::string_view TokenBucketHashScript();
+std::string_view TokenBucketCompactScript();
+std::string_view GcraScript();
+std::string_view FixedWindowScript();
+
+// The name `algorithm`'s script, in `layout`, is registered under in the function library.
+std::string_view FunctionName(Algorithm algorithm, BucketLayout layout);
 
 // Appends one check's codes for calls.lua, one per op: in an all-or-nothing check, '1' for each
 // op whose rejection charges none, else '0'; in another, 'u' takes up to the cost, 'd' takes it
@@ -45,10 +52,14 @@ Result<std::vector<BucketReply>> ParseBucketReplies(const redisReply& reply, siz
 // The server no longer has the code: a restart, SCRIPT FLUSH, failover, or FUNCTION FLUSH.
 bool IsMissingCode(std::string_view error);
 
-// A cluster node answers for a call's keys together while their slot migrates: ASK when one is
-// gone from it, TRYAGAIN when some are and some are not. For a call of several checks, that
-// may be about another check's keys than this one's.
-bool IsAboutSomeKeys(std::string_view error);
+// A cluster node's answer about where a call's declared keys are: MOVED, ASK when one is gone
+// from a migrating slot, TRYAGAIN when some are and some are not. For a call of several checks,
+// that may be about another check's keys than this one's.
+bool IsRedirection(std::string_view error);
+
+// A cluster node's refusal of an undeclared key of a slot it does not hold (moved, or migrating
+// and the key gone) or of any key while the cluster is down: about that check's keys alone.
+bool IsNotHeldHere(std::string_view error);
 
 // The server is a replica now (a failover demoted it): its writes are refused.
 bool IsReadOnly(std::string_view error);

@@ -186,7 +186,7 @@ void CallPipeline::WriteLoad() {
   RespWriter out(out_);
   if (options_.mode == ScriptMode::kEvalsha) {
     for (Algorithm algorithm : kAlgorithms) {
-      out.Write({"SCRIPT", "LOAD", BucketScript(algorithm)});
+      out.Write({"SCRIPT", "LOAD", BucketScript(algorithm, options_.layout)});
       pending_.push_back({Pending::Kind::kLoad, {}, algorithm});
     }
   } else {
@@ -313,7 +313,7 @@ void CallPipeline::Accept(CheckPtr check) {
 }
 
 // Holds a check for the script call that the next write carries: one call for the checks of
-// an algorithm (and, on a cluster node, a slot) that arrive before it. A check sent with
+// an algorithm that arrive before it, on a cluster node whatever their slots. A check sent with
 // ASKING goes alone, since ASKING admits only the command after it.
 void CallPipeline::Gather(CheckPtr check) {
   if (check->asking) return Send({std::move(check)});
@@ -323,16 +323,10 @@ void CallPipeline::Gather(CheckPtr check) {
 
 void CallPipeline::SendGathered() {
   for (std::vector<CheckPtr>& checks : gathered_) {
-    // On a cluster node, by slot; stable, so that a slot's checks keep their order of arrival.
-    if (checks.size() > 1 && checks.front()->slot) {
-      std::stable_sort(checks.begin(), checks.end(),
-                       [](const CheckPtr& a, const CheckPtr& b) { return a->slot < b->slot; });
-    }
     std::vector<CheckPtr> call;
     size_t ops = 0;
     for (CheckPtr& check : checks) {
-      if (!call.empty() &&
-          (call.front()->slot != check->slot || ops + check->ops.size() > kMaxOpsPerCall)) {
+      if (!call.empty() && ops + check->ops.size() > kMaxOpsPerCall) {
         Send(std::exchange(call, {}));
         ops = 0;
       }
@@ -345,10 +339,11 @@ void CallPipeline::SendGathered() {
   gathered_ops_ = 0;
 }
 
-// One script call for the buckets of `checks` (one algorithm; one slot): their keys, then four
-// numbers for each, then each check's codes when any is needed; ASKING before it when the
-// check asks for it. A check whose time is up is not sent: the server would charge it and the
-// caller would hear only the timeout.
+// One script call for the buckets of `checks` (one algorithm): their keys, then four numbers
+// for each, then each check's codes when any is needed; ASKING before it when the check asks
+// for it. Checks of several cluster slots declare only the first check's keys, and the others
+// follow the codes (calls.lua). A check whose time is up is not sent: the server would charge it
+// and the caller would hear only the timeout.
 void CallPipeline::Send(std::vector<CheckPtr> checks) {
   const auto now = Clock::now();
   std::erase_if(checks, [this, now](const CheckPtr& check) {
@@ -363,6 +358,8 @@ void CallPipeline::Send(std::vector<CheckPtr> checks) {
     AppendCodes(codes, check->ops, check->all_or_nothing);
     count += check->ops.size();
   }
+  const bool across_slots = SpansSlots(checks);
+  const size_t declared = across_slots ? checks.front()->ops.size() : count;
   // A lone check of plain ops needs no codes, so the commonest call carries none.
   const bool plain = checks.size() == 1 && codes.find_first_not_of('0') == std::string::npos;
   RespWriter out(out_);
@@ -375,18 +372,23 @@ void CallPipeline::Send(std::vector<CheckPtr> checks) {
   if (options_.mode == ScriptMode::kEvalsha) {
     out.Arg("EVALSHA").Arg(script_sha_[Index(algorithm)]);
   } else {
-    out.Arg("FCALL").Arg(kFunctionNames[Index(algorithm)]);
+    out.Arg("FCALL").Arg(FunctionName(algorithm, options_.layout));
   }
-  out.Arg(static_cast<int64_t>(count));
-  for (const CheckPtr& check : checks) {
-    for (const BucketOp& op : check->ops) out.Arg(op.key);
-  }
+  out.Arg(static_cast<int64_t>(declared));
+  auto keys = [&out](auto first, auto last) {
+    for (; first != last; ++first) {
+      for (const BucketOp& op : (*first)->ops) out.Arg(op.key);
+    }
+  };
+  const auto undeclared = checks.begin() + (across_slots ? 1 : checks.size());
+  keys(checks.begin(), undeclared);
   for (const CheckPtr& check : checks) {
     for (const BucketOp& op : check->ops) {
       out.Arg(op.limit.capacity).Arg(op.limit.tokens).Arg(op.limit.period_ms).Arg(op.cost);
     }
   }
   if (!plain) out.Arg(codes);
+  keys(undeclared, checks.end());
   for (const CheckPtr& check : checks) {
     ops_in_flight_ += check->ops.size();
     if (check->wait.replicas > 0) {
@@ -435,6 +437,12 @@ void CallPipeline::Flush() {
     writing_ = false;
     Flush();
   });
+}
+
+// Whether `checks` hold keys of more than one cluster slot.
+bool CallPipeline::SpansSlots(const std::vector<CheckPtr>& checks) {
+  return std::any_of(checks.begin(), checks.end(),
+                     [&checks](const CheckPtr& c) { return c->slot != checks.front()->slot; });
 }
 
 // --- Receiving ------------------------------------------------------------------------------
@@ -518,7 +526,7 @@ void CallPipeline::OnBucketReply(const Pending& p, const redisReply& reply) {
   if (IsError(reply)) {
     const std::string_view error = Text(reply);
     if (IsMissingCode(error)) return Resend(p.checks, error);
-    if (p.checks.size() > 1 && IsAboutSomeKeys(error)) {
+    if (p.checks.size() > 1 && IsRedirection(error)) {
       // The call never ran; each check's own keys decide where it belongs.
       for (const CheckPtr& check : p.checks) Send({check});
       return;
@@ -536,6 +544,10 @@ void CallPipeline::OnBucketReply(const Pending& p, const redisReply& reply) {
     const size_t at = std::exchange(offset, offset + kRepliesPerOp * check->ops.size());
     if (check->finished) continue;  // timed out while the call was on its way
     Result<std::vector<BucketReply>> replies = ParseBucketReplies(reply, at, check->ops);
+    if (!replies.ok() && p.checks.size() > 1 && IsNotHeldHere(replies.status().message())) {
+      Send({check});  // alone, it declares its keys: the node answers where they are
+      continue;
+    }
     if (replies.ok() && check->wait.replicas > 0) {
       check->replies = std::move(replies).value();  // answered when WAIT is
       continue;

@@ -96,6 +96,7 @@ class CallPipeline final : public std::enable_shared_from_this<CallPipeline>,
   void Gather(CheckPtr check);
   void SendGathered();
   void Send(std::vector<CheckPtr> checks);
+  static bool SpansSlots(const std::vector<CheckPtr>& checks);
   void WriteWait();
   void Flush();
   // The connection is gone for `reason`: every check it holds fails. A check whose call was
