@@ -24,3 +24,19 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 # The value after "KEY": in a one-line JSON object on stdin: a number, or a string's text (letters,
 # digits, dots and dashes) without its quotes.
 json() { sed -n "s/.*\"$1\": \"\{0,1\}\([-0-9a-z.]*\).*/\1/p"; }
+
+# CPU time so far, in clock ticks (getconf CLK_TCK a second), of the given processes (all their
+# threads) and their children (nginx's workers): "user system" (fields 14 and 15 of
+# /proc/PID/stat, counted after the command's name, which may hold spaces).
+process_ticks() {
+  local pid user=0 system=0 u s
+  for pid in "$@" $(pgrep -P "$(tr ' ' , <<<"$*")" || true); do
+    read -r u s < <(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | awk '{print $12, $13}' ||
+      echo 0 0)
+    user=$((user + u)) system=$((system + s))
+  done
+  echo "$user $system"
+}
+
+# process_ticks' user and system summed.
+ticks() { process_ticks "$@" | awk '{print $1 + $2}'; }

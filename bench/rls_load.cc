@@ -1,6 +1,6 @@
 // A load generator for Envoy's rate limit service API: keeps `--concurrency` ShouldRateLimit
 // calls in flight on grpc++'s callback API for `--seconds`, then prints the calls answered per
-// second (and the errors, on stderr). Used by bench/rls_bench.
+// second and the calls answered (and the errors, on stderr). Used by bench/rls_bench.
 #include <grpcpp/grpcpp.h>
 
 #include <CLI/CLI.hpp>
@@ -75,7 +75,7 @@ struct Caller {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app("ShouldRateLimit calls per second");
+  CLI::App app("ShouldRateLimit calls per second, and calls answered");
   std::string target = "127.0.0.1:8081";
   int descriptors = 1;
   int concurrency = 32;
@@ -110,7 +110,8 @@ int main(int argc, char** argv) {
   for (auto& caller : callers) caller->Start();
   while (counts.running.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  std::printf("%.0f\n", static_cast<double>(counts.ok.load()) / elapsed);
+  std::printf("%.0f %llu\n", static_cast<double>(counts.ok.load()) / elapsed,
+              static_cast<unsigned long long>(counts.ok.load()));
   if (counts.errors.load() > 0) {
     std::fprintf(stderr, "%llu calls failed\n",
                  static_cast<unsigned long long>(counts.errors.load()));

@@ -3,6 +3,7 @@
 // that every kind of PlannedDescriptor comes up.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,8 +50,12 @@ descriptors:
 }
 
 // Plans `request` as ShouldRateLimit does, then answers it as if the store allowed every op
-// with a reply derived from the op's own numbers, with and without headers.
-inline void PlanAndRespond(const rls::RateLimitRequest& request) {
+// with a reply derived from the op's own numbers, with and without headers; each response is
+// handed to `inspect`.
+inline void PlanAndRespond(
+    const rls::RateLimitRequest& request,
+    const std::function<void(const rls::RateLimitResponse&)>& inspect =
+        [](const rls::RateLimitResponse&) {}) {
   for (const bool quota_mode : {false, true}) {
     Result<rls::Plan> plan = rls::PlanRequest(FixedMatcher(), request, "rl:", quota_mode);
     if (!plan.ok()) continue;
@@ -62,9 +67,9 @@ inline void PlanAndRespond(const rls::RateLimitRequest& request) {
                          .retry_ms = op.limit.period_ms,
                          .reset_ms = op.limit.period_ms});
     }
-    (void)rls::Respond(*plan, replies, config::RlsHeaderNames{});
-    (void)rls::Respond(*plan, replies, std::nullopt);
-    (void)rls::RespondUnchecked(*plan, quota_mode);
+    inspect(rls::Respond(*plan, replies, config::RlsHeaderNames{}));
+    inspect(rls::Respond(*plan, replies, std::nullopt));
+    inspect(rls::RespondUnchecked(*plan, quota_mode));
   }
 }
 

@@ -55,8 +55,8 @@ Status FrontEnd::Listen(const config::RlsConfig& rls, http::EventLoops& loops,
     limits.max_body_bytes = rls.max_message_bytes;
     json_ = std::make_unique<http::Server>(
         loops,
-        [this](http::HttpRequest request, const http::Peer&, size_t) {
-          return HandleJson(*service_, std::move(request));
+        [this](http::HttpRequest request, const http::Peer&, size_t loop) {
+          return HandleJson(*service_, std::move(request), loop);
         },
         limits);
     if (Status s = json_->Listen(*rls.json_listen); !s.ok()) return s;

@@ -1,8 +1,8 @@
 #include "rls/json_handler.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <string>
+
+#include "rls/json_form.h"
 
 namespace sluice::rls {
 namespace {
@@ -16,7 +16,8 @@ http::HttpResponse Answer(const http::HttpRequest& request, status::status code,
 
 }  // namespace
 
-http::Awaitable<http::HttpResponse> HandleJson(Service& service, http::HttpRequest request) {
+http::Awaitable<http::HttpResponse> HandleJson(Service& service, http::HttpRequest request,
+                                               size_t loop) {
   if (request.target() != "/json")
     co_return Answer(request, status::status::not_found, "not found\n");
   if (request.method() != status::verb::post) {
@@ -26,13 +27,12 @@ http::Awaitable<http::HttpResponse> HandleJson(Service& service, http::HttpReque
     co_return response;
   }
   RateLimitRequest call;
-  const auto parsed = google::protobuf::util::JsonStringToMessage(request.body(), &call);
-  if (!parsed.ok()) {
+  if (const Status parsed = ParseRateLimitRequestJson(request.body(), call); !parsed.ok()) {
     co_return Answer(request, status::status::bad_request,
                      "malformed RateLimitRequest: " + std::string(parsed.message()) + "\n");
   }
   Result<RateLimitResponse> answer =
-      co_await service.AsyncShouldRateLimit(call, http::kUseAwaitable);
+      co_await service.AsyncShouldRateLimit(call, loop, http::kUseAwaitable);
   if (!answer.ok()) {
     co_return Answer(request,
                      answer.status().code() == StatusCode::kInvalidArgument
@@ -40,13 +40,13 @@ http::Awaitable<http::HttpResponse> HandleJson(Service& service, http::HttpReque
                          : status::status::service_unavailable,
                      answer.status().message() + "\n");
   }
-  std::string body;
-  (void)google::protobuf::util::MessageToJsonString(*answer, &body);
+  std::string body = RateLimitResponseJson(*answer);
+  body.push_back('\n');
   co_return Answer(request,
                    answer->overall_code() == RateLimitResponse::OVER_LIMIT
                        ? status::status::too_many_requests
                        : status::status::ok,
-                   body + "\n", "application/json");
+                   std::move(body), "application/json");
 }
 
 }  // namespace sluice::rls

@@ -9,6 +9,8 @@
 
 namespace sluice::rls {
 
-http::Awaitable<http::HttpResponse> HandleJson(Service& service, http::HttpRequest request);
+// `loop`: the index of the event loop the request came in on, whose store the call uses.
+http::Awaitable<http::HttpResponse> HandleJson(Service& service, http::HttpRequest request,
+                                               size_t loop);
 
 }  // namespace sluice::rls

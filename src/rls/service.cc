@@ -214,7 +214,8 @@ std::string Service::MetricsText() const {
   return out;
 }
 
-void Service::ShouldRateLimit(const RateLimitRequest& request, ResponseCallback done) {
+void Service::ShouldRateLimit(const RateLimitRequest& request, ResponseCallback done,
+                              std::optional<size_t> loop) {
   auto snapshot = Current();
   const ServiceOptions& options = snapshot->options;
   Result<Plan> planned =
@@ -239,8 +240,8 @@ void Service::ShouldRateLimit(const RateLimitRequest& request, ResponseCallback 
                        ") calls wait for the store; refusing more");
     return done(Status::ResourceExhausted("too many calls in flight"));
   }
-  std::shared_ptr<Store> store =
-      stores_[next_store_.fetch_add(1, std::memory_order_relaxed) % stores_.size()];
+  const size_t which = loop ? *loop : next_store_.fetch_add(1, std::memory_order_relaxed);
+  std::shared_ptr<Store> store = stores_[which % stores_.size()];
   std::vector<BucketOp> sent = split->sent;
   ChargeCall(std::move(store), options.policy, std::move(sent),
              [this, plan, split, snapshot, domain = request.domain(),

@@ -61,7 +61,8 @@ using ResponseCallback = std::function<void(Result<RateLimitResponse>)>;
 // (they finish with the one they started with).
 class Service {
  public:
-  // `stores` are used in turn, one per call (each event loop's own connection).
+  // `stores`: each event loop's own connection, by the loop's index (one shared by every loop
+  // may stand for them all); used in turn by callers off the loops, one per call.
   Service(std::vector<std::shared_ptr<Store>> stores,
           std::shared_ptr<const DescriptorMatcher> matcher, ServiceOptions options);
 
@@ -72,16 +73,21 @@ class Service {
   // knows to be in debt answered without the store. A call that needs the store while
   // max_calls_in_flight calls wait for it is refused at once, never queued, so that a slow
   // store cannot make calls pile up without bound. `done` runs inline or on a store's thread,
-  // and must not block.
-  void ShouldRateLimit(const RateLimitRequest& request, ResponseCallback done);
+  // and must not block. `loop`: the event loop the caller runs on, whose own store is used, so
+  // that the call is not handed to another loop's thread; none: the stores in turn.
+  void ShouldRateLimit(const RateLimitRequest& request, ResponseCallback done,
+                       std::optional<size_t> loop = std::nullopt);
 
   // ShouldRateLimit with any Asio completion token; the completion runs on the token's
   // associated executor, never inside this call (AsyncFromCallback).
   template <typename CompletionToken>
-  auto AsyncShouldRateLimit(const RateLimitRequest& request, CompletionToken&& token) {
+  auto AsyncShouldRateLimit(const RateLimitRequest& request, std::optional<size_t> loop,
+                            CompletionToken&& token) {
     return AsyncFromCallback<Result<RateLimitResponse>>(
         // A copy: an awaitable starts only when awaited, maybe after `request` is gone.
-        [this, request](ResponseCallback done) { ShouldRateLimit(request, std::move(done)); },
+        [this, request, loop](ResponseCallback done) {
+          ShouldRateLimit(request, std::move(done), loop);
+        },
         std::forward<CompletionToken>(token));
   }
 
