@@ -74,13 +74,18 @@ int Run(const Args& args) {
   std::atomic<bool> stop{false};
   std::latch start(args.gateways * args.threads + 1);
   std::vector<std::thread> threads;
+  std::vector<std::vector<float>> latencies_us(static_cast<size_t>(args.gateways * args.threads));
   for (int g = 0; g < args.gateways; ++g) {
     for (int t = 0; t < args.threads; ++t) {
-      threads.emplace_back([&, g] {
+      threads.emplace_back([&, g, mine = &latencies_us[static_cast<size_t>(g * args.threads + t)]] {
         const Request request{{"key", args.key}};
         start.arrive_and_wait();
         while (!stop.load(std::memory_order_relaxed)) {
+          const auto begin = std::chrono::steady_clock::now();
           const bool allowed = limiters[static_cast<size_t>(g)]->CheckBlocking(request).allowed;
+          mine->push_back(
+              std::chrono::duration<float, std::micro>(std::chrono::steady_clock::now() - begin)
+                  .count());
           checks.fetch_add(1, std::memory_order_relaxed);
           if (allowed) admitted[static_cast<size_t>(g)].fetch_add(1, std::memory_order_relaxed);
         }
@@ -103,18 +108,23 @@ int Run(const Args& args) {
     shares.push_back(admitted[static_cast<size_t>(g)].load());
     calls += gateways[static_cast<size_t>(g)]->Stats().store_calls;
   }
+  std::vector<float> all_us;
+  for (const std::vector<float>& mine : latencies_us)
+    all_us.insert(all_us.end(), mine.begin(), mine.end());
+  const size_t p99 = all_us.size() * 99 / 100;
+  std::nth_element(all_us.begin(), all_us.begin() + static_cast<ptrdiff_t>(p99), all_us.end());
   const auto allowed = static_cast<int64_t>(static_cast<double>(args.capacity) +
                                             elapsed * static_cast<double>(args.tokens));
   fmt::print(
       "{{\"counting\": \"{}\", \"checks\": {}, \"admitted\": {}, \"allowed\": {}, "
       "\"calls_per_admitted\": {:.4f}, \"checks_per_s\": {:.0f}, \"smallest_share\": {:.3f}, "
-      "\"shares\": [{}]}}\n",
+      "\"p99_us\": {:.0f}, \"shares\": [{}]}}\n",
       args.counting, checks.load(), total, allowed,
       static_cast<double>(calls) / static_cast<double>(std::max<int64_t>(1, total)),
       static_cast<double>(checks.load()) / elapsed,
       static_cast<double>(*std::min_element(shares.begin(), shares.end())) /
           static_cast<double>(std::max<int64_t>(1, total)) * args.gateways,
-      fmt::join(shares, ", "));
+      all_us.empty() ? 0.0 : all_us[p99], fmt::join(shares, ", "));
   return 0;
 }
 
