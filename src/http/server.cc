@@ -112,8 +112,9 @@ Awaitable<bool> SendFailure(Socket& socket, SocketDeadline<Socket>& deadline,
   deadline.ExpiresAfter(timeout);
   beast::error_code ec;
   // The connection ends after it, so a body a HEAD request should not see cannot mislead.
-  co_await AsyncWriteMessage(socket, *failure, head, /*with_body=*/true,
-                             asio::redirect_error(kUseAwaitable, ec));
+  MessageBuffers buffers = SerializeMessage(*failure, head, /*with_body=*/true);
+  if (!WriteNow(socket, buffers, ec))
+    co_await asio::async_write(socket, buffers, asio::redirect_error(kUseAwaitable, ec));
   co_return !ec;
 }
 
@@ -211,8 +212,9 @@ Awaitable<void> Session(Socket socket, size_t loop, std::shared_ptr<Server::Stat
     HttpResponse response = co_await state->handler(std::move(request), peer, loop);
     response.keep_alive(keep_alive && !state->stopping);
     deadline.ExpiresAfter(limits.write_timeout);
-    co_await AsyncWriteMessage(socket, response, head, with_body,
-                               asio::redirect_error(kUseAwaitable, ec));
+    MessageBuffers buffers = SerializeMessage(response, head, with_body);
+    if (!WriteNow(socket, buffers, ec))
+      co_await asio::async_write(socket, buffers, asio::redirect_error(kUseAwaitable, ec));
     answered = !ec;
     if (ec || !response.keep_alive()) break;
   }
@@ -265,6 +267,7 @@ Awaitable<void> Accept(std::shared_ptr<Server::State> state) {
       continue;
     }
     socket.set_option(tcp::no_delay(true), ec);
+    socket.non_blocking(true, ec);  // for WriteNow; Asio sets the descriptor so for itself anyway
     auto executor = socket.get_executor();
     asio::co_spawn(executor, Session(std::move(socket), loop, state), asio::detached);
   }
