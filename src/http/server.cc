@@ -51,7 +51,7 @@ beast::flat_buffer::mutable_buffers_type ReadRoom(beast::flat_buffer& buffer) {
 
 // Parses what `buffer` holds of a request, up to the end of its head. Not an error when the head
 // is not all there yet: an asynchronous read goes on from where this stopped.
-void ParseBuffered(bhttp::request_parser<bhttp::string_body>& parser, beast::flat_buffer& buffer,
+void ParseBuffered(bhttp::request_parser<bhttp::string_body, FieldAllocator<char>>& parser, beast::flat_buffer& buffer,
                    beast::error_code& ec) {
   buffer.consume(parser.put(buffer.data(), ec));
   if (ec == bhttp::error::need_more) ec = {};
@@ -130,7 +130,7 @@ Awaitable<void> Session(Socket socket, size_t loop, std::shared_ptr<Server::Stat
   bool answered = false;  // whether the connection ends right after an answer
   while (!state->stopping) {
     answered = false;
-    bhttp::request_parser<bhttp::string_body> parser;
+    bhttp::request_parser<bhttp::string_body, FieldAllocator<char>> parser;
     parser.header_limit(static_cast<uint32_t>(limits.max_header_bytes));
     parser.body_limit(limits.max_body_bytes);
     // A kept-alive connection's next request may be long coming: the idle timeout bounds the

@@ -47,7 +47,7 @@ bool RemovableByConnection(beast::string_view token) {
 // Removes Connection, every header it lists, and the fixed hop-by-hop headers, in one pass
 // over the fields; the usual Connection values (keep-alive, close) name nothing else to remove.
 template <bool IsRequest>
-void RemoveHopByHop(bhttp::message<IsRequest, bhttp::string_body>& message) {
+void RemoveHopByHop(bhttp::message<IsRequest, bhttp::string_body, Fields>& message) {
   std::vector<std::string> named;
   for (auto it = message.find(bhttp::field::connection);
        it != message.end() && it->name() == bhttp::field::connection; ++it) {
@@ -186,7 +186,7 @@ Awaitable<beast::error_code> UpstreamPool::Exchange(Connection& connection,
   }
   if (ec) co_return Failure(ec, connection.deadline);
   for (;;) {
-    bhttp::response_parser<bhttp::string_body> parser;
+    bhttp::response_parser<bhttp::string_body, FieldAllocator<char>> parser;
     parser.body_limit(config_.max_response_bytes);
     if (request.method() == bhttp::verb::head) parser.skip(true);
     co_await bhttp::async_read(connection.socket, connection.buffer, parser,

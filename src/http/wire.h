@@ -13,6 +13,8 @@
 #include <boost/beast/http.hpp>
 #include <string>
 
+#include "http/field_allocator.h"
+
 namespace sluice::http {
 
 // The buffers of one message, ready for one write: the head (with a chunk's size line when the
@@ -28,7 +30,7 @@ using MessageBuffers = std::array<boost::asio::const_buffer, 3>;
 // refuses such requests).
 template <bool IsRequest>
 MessageBuffers SerializeMessage(
-    const boost::beast::http::message<IsRequest, boost::beast::http::string_body>& message,
+    const boost::beast::http::message<IsRequest, boost::beast::http::string_body, Fields>& message,
     std::string& head, bool with_body = true);
 
 // Writes what `socket` takes of `buffers` now, without waiting, and leaves in `buffers` what it
