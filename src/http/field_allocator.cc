@@ -47,7 +47,9 @@ class ThreadCache {
 };
 
 // The size class of a block of `bytes` (0: up to kStep bytes), or kSizes when it is not kept.
-size_t SizeOf(size_t bytes) { return bytes == 0 || bytes > kLargest ? kSizes : (bytes - 1) / kStep; }
+size_t SizeOf(size_t bytes) {
+  return bytes == 0 || bytes > kLargest ? kSizes : (bytes - 1) / kStep;
+}
 
 // This thread's cache; none while the thread ends, after it was destroyed.
 ThreadCache* Cache() {

@@ -402,8 +402,8 @@ HttpResponse Gateway::RefuseProxied(const Snapshot& snapshot, const HttpRequest&
   HttpResponse refusal = Refusal(decision, snapshot, request.version());
   if (access_log_) {
     LogAccess(ClientOf(attributes, peer), StdView(request.method_string()),
-              PathOf(StdView(request.target())), refusal.result_int(), decision,
-              snapshot.rules(), store_seconds);
+              PathOf(StdView(request.target())), refusal.result_int(), decision, snapshot.rules(),
+              store_seconds);
   }
   return refusal;
 }
@@ -435,8 +435,8 @@ Awaitable<HttpResponse> Gateway::HandleProxy(HttpRequest request, const Peer& pe
   AddHeaders(response, decision, *snapshot);
   if (access_log_) {
     LogAccess(ClientOf(attributes, peer), StdView(request.method_string()),
-              PathOf(StdView(request.target())), response.result_int(), decision,
-              snapshot->rules(), store_seconds);
+              PathOf(StdView(request.target())), response.result_int(), decision, snapshot->rules(),
+              store_seconds);
   }
   co_return response;
 }

@@ -131,8 +131,8 @@ class Gateway {
                                       size_t loop);
   // The answer to a proxied request the limiter did not allow, logged as such.
   HttpResponse RefuseProxied(const Snapshot& snapshot, const HttpRequest& request,
-                             const Request& attributes, const Peer& peer,
-                             const Decision& decision, double store_seconds) const;
+                             const Request& attributes, const Peer& peer, const Decision& decision,
+                             double store_seconds) const;
   Awaitable<HttpResponse> CheckAuthRequest(const HttpRequest& request, const Peer& peer,
                                            size_t loop);
 

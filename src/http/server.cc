@@ -51,8 +51,8 @@ beast::flat_buffer::mutable_buffers_type ReadRoom(beast::flat_buffer& buffer) {
 
 // Parses what `buffer` holds of a request, up to the end of its head. Not an error when the head
 // is not all there yet: an asynchronous read goes on from where this stopped.
-void ParseBuffered(bhttp::request_parser<bhttp::string_body, FieldAllocator<char>>& parser, beast::flat_buffer& buffer,
-                   beast::error_code& ec) {
+void ParseBuffered(bhttp::request_parser<bhttp::string_body, FieldAllocator<char>>& parser,
+                   beast::flat_buffer& buffer, beast::error_code& ec) {
   buffer.consume(parser.put(buffer.data(), ec));
   if (ec == bhttp::error::need_more) ec = {};
 }

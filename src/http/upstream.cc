@@ -181,8 +181,7 @@ Awaitable<beast::error_code> UpstreamPool::Exchange(Connection& connection,
   beast::error_code ec;
   MessageBuffers buffers = SerializeMessage(request, connection.head, /*with_body=*/true);
   if (!WriteNow(connection.socket, buffers, ec)) {
-    co_await asio::async_write(connection.socket, buffers,
-                               asio::redirect_error(kUseAwaitable, ec));
+    co_await asio::async_write(connection.socket, buffers, asio::redirect_error(kUseAwaitable, ec));
   }
   if (ec) co_return Failure(ec, connection.deadline);
   for (;;) {

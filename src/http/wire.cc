@@ -43,8 +43,9 @@ void AppendStartLine(const bhttp::response_header<Fields>& header, std::string& 
 }  // namespace
 
 template <bool IsRequest>
-MessageBuffers SerializeMessage(const bhttp::message<IsRequest, bhttp::string_body, Fields>& message,
-                                std::string& head, bool with_body) {
+MessageBuffers SerializeMessage(
+    const bhttp::message<IsRequest, bhttp::string_body, Fields>& message, std::string& head,
+    bool with_body) {
   head.clear();
   AppendStartLine(message.base(), head);
   for (const auto& field : message.base()) {
