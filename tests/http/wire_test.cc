@@ -95,5 +95,38 @@ TEST(WireTest, WithoutItsBodyAMessageIsItsHeadAlone) {
             "HTTP/1.1 429 Too Many Requests\r\nContent-Length: 31\r\n\r\n");
 }
 
+TEST(WireTest, WriteNowWritesWhatTheSocketTakesAndLeavesTheRest) {
+  boost::asio::io_context io;
+  boost::asio::local::stream_protocol::socket writer(io), reader(io);
+  boost::asio::local::connect_pair(writer, reader);
+  const std::string head = "head:", body = "body";
+  MessageBuffers buffers = {boost::asio::buffer(head), boost::asio::buffer(body), {}};
+  boost::system::error_code ec;
+  // A blocking socket could block the thread: left to the asynchronous write.
+  EXPECT_FALSE(WriteNow(writer, buffers, ec));
+  EXPECT_EQ(boost::asio::buffer_size(buffers), head.size() + body.size());
+  writer.non_blocking(true);
+  EXPECT_TRUE(WriteNow(writer, buffers, ec));
+  EXPECT_FALSE(ec);
+  EXPECT_EQ(boost::asio::buffer_size(buffers), 0u);
+  std::string got(head.size() + body.size(), '\0');
+  boost::asio::read(reader, boost::asio::buffer(got));
+  EXPECT_EQ(got, "head:body");
+  // More than the socket's buffers hold: what went is consumed, the rest left in `buffers`.
+  const std::string big(size_t{64} << 20, 'x');
+  buffers = {boost::asio::buffer(head), boost::asio::buffer(big), {}};
+  EXPECT_FALSE(WriteNow(writer, buffers, ec));
+  EXPECT_FALSE(ec);
+  const size_t left = boost::asio::buffer_size(buffers);
+  EXPECT_GT(left, 0u);
+  EXPECT_LT(left, big.size());
+  EXPECT_EQ(static_cast<const char*>(buffers[1].data()) + buffers[1].size(),
+            big.data() + big.size());
+  // A closed peer: the error, and nothing left to do.
+  reader.close();
+  EXPECT_TRUE(WriteNow(writer, buffers, ec));
+  EXPECT_TRUE(ec);
+}
+
 }  // namespace
 }  // namespace sluice::http
