@@ -26,7 +26,7 @@ namespace {
 
 namespace bhttp = boost::beast::http;
 using namespace sluice;
-using HttpRequest = bhttp::request<bhttp::string_body>;
+using HttpRequest = bhttp::request<bhttp::string_body, sluice::http::Fields>;
 
 // Every attribute a rule can count by, behind a trusted proxy, so that the forwarding header
 // is read too.
@@ -82,7 +82,7 @@ void Handle(const HttpRequest& request) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The server's defaults (ServerLimits), a smaller body so that the fuzzer need not send 10 MiB.
-  bhttp::request_parser<bhttp::string_body> parser;
+  bhttp::request_parser<bhttp::string_body, sluice::http::FieldAllocator<char>> parser;
   parser.header_limit(16 * 1024);
   parser.body_limit(64 * 1024);
   // As Session feeds it: all that one read brought (inputs are below its 64 KiB), put() again

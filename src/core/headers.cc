@@ -1,5 +1,9 @@
 #include "sluice/headers.h"
 
+#include <charconv>
+#include <iterator>
+#include <limits>
+
 namespace sluice {
 namespace {
 
@@ -14,6 +18,25 @@ int64_t SecondsToNextToken(const RuleVerdict& v) {
   return CeilSeconds((v.limit.period_ms + v.limit.tokens - 1) / v.limit.tokens);
 }
 
+// `"<name>";<first>=<a>;<second>=<b>`, a structured field item with two parameters, written into
+// one string: this runs for every answer the gateway relays.
+std::string Item(std::string_view name, char first, int64_t a, char second, int64_t b) {
+  std::string item;
+  item.reserve(name.size() + 2 * (std::numeric_limits<int64_t>::digits10 + 2) + 8);
+  item += '"';
+  item += name;
+  item += "\";";
+  item += first;
+  item += '=';
+  char digits[std::numeric_limits<int64_t>::digits10 + 2];
+  item.append(digits, std::to_chars(digits, std::end(digits), a).ptr);
+  item += ';';
+  item += second;
+  item += '=';
+  item.append(digits, std::to_chars(digits, std::end(digits), b).ptr);
+  return item;
+}
+
 }  // namespace
 
 std::vector<Header> RateLimitHeaders(const Decision& decision, const std::vector<Rule>& rules,
@@ -23,18 +46,16 @@ std::vector<Header> RateLimitHeaders(const Decision& decision, const std::vector
   headers.reserve(6);
   const RuleVerdict& v = decision.verdicts[*decision.tightest];
   const std::string& name = rules[v.rule].name;
-  const std::string reset = std::to_string(SecondsToNextToken(v));
+  const int64_t reset = SecondsToNextToken(v);
   if (styles.ietf) {
     headers.emplace_back("RateLimit-Policy",
-                         "\"" + name + "\";q=" + std::to_string(v.limit.capacity) +
-                             ";w=" + std::to_string(CeilSeconds(v.limit.period_ms)));
-    headers.emplace_back("RateLimit",
-                         "\"" + name + "\";r=" + std::to_string(v.remaining) + ";t=" + reset);
+                         Item(name, 'q', v.limit.capacity, 'w', CeilSeconds(v.limit.period_ms)));
+    headers.emplace_back("RateLimit", Item(name, 'r', v.remaining, 't', reset));
   }
   if (styles.x_ratelimit) {
     headers.emplace_back("X-RateLimit-Limit", std::to_string(v.limit.capacity));
     headers.emplace_back("X-RateLimit-Remaining", std::to_string(v.remaining));
-    headers.emplace_back("X-RateLimit-Reset", reset);
+    headers.emplace_back("X-RateLimit-Reset", std::to_string(reset));
   }
   if (!decision.allowed)
     headers.emplace_back("Retry-After", std::to_string(decision.retry_after_s));

@@ -276,7 +276,12 @@ void Gateway::SetMoreMetrics(std::function<std::string()> text) { more_metrics_ 
 Awaitable<Decision> Gateway::Decide(const Snapshot& snapshot, const Request& request, size_t loop,
                                     double* seconds) {
   const auto start = Clock::now();
-  Decision decision = co_await snapshot.limiters[loop]->AsyncCheck(request, kUseAwaitable);
+  const Limiter& limiter = *snapshot.limiters[loop];
+  // Not AsyncCheck, which copies the request for an awaitable awaited later: this one starts
+  // here, while `request` is alive, and Check keeps no reference to it.
+  Decision decision = co_await AsyncFromCallback<Decision>(
+      [&limiter, &request](DecisionCallback done) { limiter.Check(request, std::move(done)); },
+      kUseAwaitable);
   const double took = std::chrono::duration<double>(Clock::now() - start).count();
   if (seconds != nullptr) *seconds = took;
   const std::vector<Rule>& rules = snapshot.rules();
@@ -360,9 +365,9 @@ Awaitable<HttpResponse> Gateway::ReportJson(const HttpRequest& request, size_t l
   co_return response;
 }
 
-Awaitable<Decision> Gateway::ChargeReportedCosts(const Snapshot& snapshot, const Request& request,
-                                                 const HttpResponse& response, Decision decision,
-                                                 size_t loop) {
+Awaitable<void> Gateway::ChargeReportedCosts(const Snapshot& snapshot, const Request& request,
+                                             const HttpResponse& response, Decision& decision,
+                                             size_t loop) {
   Decision report = co_await snapshot.limiters[loop]->AsyncReport(
       request,
       [&response](const Rule& rule) -> std::optional<int64_t> {
@@ -373,9 +378,9 @@ Awaitable<Decision> Gateway::ChargeReportedCosts(const Snapshot& snapshot, const
   if (!report.checked) {
     store_errors_.Warn("rate limit store unavailable, a reported cost is lost",
                        report.error.ToString());
-    co_return decision;
+    co_return;
   }
-  co_return WithReport(std::move(decision), report);
+  decision = WithReport(std::move(decision), report);
 }
 
 Request Gateway::Attributes(const Snapshot& snapshot, const HttpRequest& request, const Peer& peer,
@@ -391,6 +396,18 @@ Request Gateway::Attributes(const Snapshot& snapshot, const HttpRequest& request
                            [&request](std::string_view name) { return FindHeader(request, name); });
 }
 
+HttpResponse Gateway::RefuseProxied(const Snapshot& snapshot, const HttpRequest& request,
+                                    const Request& attributes, const Peer& peer,
+                                    const Decision& decision, double store_seconds) const {
+  HttpResponse refusal = Refusal(decision, snapshot, request.version());
+  if (access_log_) {
+    LogAccess(ClientOf(attributes, peer), StdView(request.method_string()),
+              PathOf(StdView(request.target())), refusal.result_int(), decision, snapshot.rules(),
+              store_seconds);
+  }
+  return refusal;
+}
+
 Awaitable<HttpResponse> Gateway::HandleProxy(HttpRequest request, const Peer& peer, size_t loop) {
   // What does not wait is done in plain functions: all a coroutine's locals live in its frame,
   // and a frame over 1 KiB costs malloc much more than a smaller one.
@@ -400,35 +417,26 @@ Awaitable<HttpResponse> Gateway::HandleProxy(HttpRequest request, const Peer& pe
   double store_seconds = 0;
   Decision decision = co_await Decide(*snapshot, attributes, loop, &store_seconds);
   if (!decision.allowed || decision.error.code() == StatusCode::kInvalidArgument) {
-    HttpResponse refusal = Refusal(decision, *snapshot, request.version());
-    if (access_log_) {
-      LogAccess(ClientOf(attributes, peer), StdView(request.method_string()),
-                PathOf(StdView(request.target())), refusal.result_int(), decision,
-                snapshot->rules(), store_seconds);
-    }
-    co_return refusal;
+    co_return RefuseProxied(*snapshot, request, attributes, peer, decision, store_seconds);
   }
-  const std::string method(access_log_ ? StdView(request.method_string()) : std::string_view());
-  const std::string target(access_log_ ? StdView(request.target()) : std::string_view());
   const unsigned version = request.version();
-  const bool head = request.method() == bhttp::verb::head;
   PrepareUpstreamRequest(request, peer, snapshot->upstream_authority);
   const auto start = Clock::now();
-  HttpResponse response = co_await upstreams_[loop]->Forward(std::move(request));
+  HttpResponse response = co_await upstreams_[loop]->Forward(request);
   metrics_.RecordUpstream(UpstreamAnswered(response),
                           std::chrono::duration<double>(Clock::now() - start).count());
   // Charged before the response is relayed, so that its headers say what is left after it; a
   // failed upstream (no answer, or a server error) costs nothing.
   if (snapshot->reports_costs && decision.checked && response.result_int() < 500) {
-    decision =
-        co_await ChargeReportedCosts(*snapshot, attributes, response, std::move(decision), loop);
+    co_await ChargeReportedCosts(*snapshot, attributes, response, decision, loop);
   }
-  PrepareClientResponse(response, head);
+  PrepareClientResponse(response, request.method() == bhttp::verb::head);
   response.version(version);
   AddHeaders(response, decision, *snapshot);
   if (access_log_) {
-    LogAccess(ClientOf(attributes, peer), method, PathOf(target), response.result_int(), decision,
-              snapshot->rules(), store_seconds);
+    LogAccess(ClientOf(attributes, peer), StdView(request.method_string()),
+              PathOf(StdView(request.target())), response.result_int(), decision, snapshot->rules(),
+              store_seconds);
   }
   co_return response;
 }

@@ -123,10 +123,16 @@ class Gateway {
   Awaitable<HttpResponse> CheckJson(const HttpRequest& request, size_t loop);
   // POST /v1/report: charges a request's rules what it cost, after the fact.
   Awaitable<HttpResponse> ReportJson(const HttpRequest& request, size_t loop);
-  // Charges the rules whose cost `response` reports, and the decision with what is left.
-  Awaitable<Decision> ChargeReportedCosts(const Snapshot& snapshot, const Request& request,
-                                          const HttpResponse& response, Decision decision,
-                                          size_t loop);
+  // Charges the rules whose cost `response` reports, and gives `decision` what is left. The
+  // decision is changed in place, not returned: a returned one would take room in the proxy
+  // handler's coroutine frame.
+  Awaitable<void> ChargeReportedCosts(const Snapshot& snapshot, const Request& request,
+                                      const HttpResponse& response, Decision& decision,
+                                      size_t loop);
+  // The answer to a proxied request the limiter did not allow, logged as such.
+  HttpResponse RefuseProxied(const Snapshot& snapshot, const HttpRequest& request,
+                             const Request& attributes, const Peer& peer, const Decision& decision,
+                             double store_seconds) const;
   Awaitable<HttpResponse> CheckAuthRequest(const HttpRequest& request, const Peer& peer,
                                            size_t loop);
 

@@ -61,7 +61,7 @@ bool IsValidHost(std::string_view host) {
   return std::all_of(name.begin(), name.end(), [](unsigned char c) { return IsRegNameChar(c); });
 }
 
-Status NormalizeHostAndTarget(bhttp::request<bhttp::string_body>& request) {
+Status NormalizeHostAndTarget(bhttp::request<bhttp::string_body, Fields>& request) {
   const auto hosts = request.count(bhttp::field::host);
   if (hosts > 1) return Status::InvalidArgument("more than one Host field");
   const std::string_view target = StdView(request.target());

@@ -7,6 +7,7 @@
 #include <boost/beast/http/string_body.hpp>
 #include <string_view>
 
+#include "http/field_allocator.h"
 #include "sluice/status.h"
 
 namespace sluice::http {
@@ -22,6 +23,6 @@ bool IsValidHost(std::string_view host);
 // ("http://a.example/x?y" becomes "/x?y") and its authority the Host, replacing the one sent
 // (RFC 9112 3.2.2). Other targets (origin, asterisk, authority form) are left as they are.
 Status NormalizeHostAndTarget(
-    boost::beast::http::request<boost::beast::http::string_body>& request);
+    boost::beast::http::request<boost::beast::http::string_body, Fields>& request);
 
 }  // namespace sluice::http

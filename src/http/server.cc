@@ -51,8 +51,8 @@ beast::flat_buffer::mutable_buffers_type ReadRoom(beast::flat_buffer& buffer) {
 
 // Parses what `buffer` holds of a request, up to the end of its head. Not an error when the head
 // is not all there yet: an asynchronous read goes on from where this stopped.
-void ParseBuffered(bhttp::request_parser<bhttp::string_body>& parser, beast::flat_buffer& buffer,
-                   beast::error_code& ec) {
+void ParseBuffered(bhttp::request_parser<bhttp::string_body, FieldAllocator<char>>& parser,
+                   beast::flat_buffer& buffer, beast::error_code& ec) {
   buffer.consume(parser.put(buffer.data(), ec));
   if (ec == bhttp::error::need_more) ec = {};
 }
@@ -112,8 +112,9 @@ Awaitable<bool> SendFailure(Socket& socket, SocketDeadline<Socket>& deadline,
   deadline.ExpiresAfter(timeout);
   beast::error_code ec;
   // The connection ends after it, so a body a HEAD request should not see cannot mislead.
-  co_await AsyncWriteMessage(socket, *failure, head, /*with_body=*/true,
-                             asio::redirect_error(kUseAwaitable, ec));
+  MessageBuffers buffers = SerializeMessage(*failure, head, /*with_body=*/true);
+  if (!WriteNow(socket, buffers, ec))
+    co_await asio::async_write(socket, buffers, asio::redirect_error(kUseAwaitable, ec));
   co_return !ec;
 }
 
@@ -129,7 +130,7 @@ Awaitable<void> Session(Socket socket, size_t loop, std::shared_ptr<Server::Stat
   bool answered = false;  // whether the connection ends right after an answer
   while (!state->stopping) {
     answered = false;
-    bhttp::request_parser<bhttp::string_body> parser;
+    bhttp::request_parser<bhttp::string_body, FieldAllocator<char>> parser;
     parser.header_limit(static_cast<uint32_t>(limits.max_header_bytes));
     parser.body_limit(limits.max_body_bytes);
     // A kept-alive connection's next request may be long coming: the idle timeout bounds the
@@ -211,8 +212,9 @@ Awaitable<void> Session(Socket socket, size_t loop, std::shared_ptr<Server::Stat
     HttpResponse response = co_await state->handler(std::move(request), peer, loop);
     response.keep_alive(keep_alive && !state->stopping);
     deadline.ExpiresAfter(limits.write_timeout);
-    co_await AsyncWriteMessage(socket, response, head, with_body,
-                               asio::redirect_error(kUseAwaitable, ec));
+    MessageBuffers buffers = SerializeMessage(response, head, with_body);
+    if (!WriteNow(socket, buffers, ec))
+      co_await asio::async_write(socket, buffers, asio::redirect_error(kUseAwaitable, ec));
     answered = !ec;
     if (ec || !response.keep_alive()) break;
   }
@@ -265,6 +267,7 @@ Awaitable<void> Accept(std::shared_ptr<Server::State> state) {
       continue;
     }
     socket.set_option(tcp::no_delay(true), ec);
+    socket.non_blocking(true, ec);  // for WriteNow; Asio sets the descriptor so for itself anyway
     auto executor = socket.get_executor();
     asio::co_spawn(executor, Session(std::move(socket), loop, state), asio::detached);
   }

@@ -16,6 +16,7 @@
 #include "config/network.h"
 #include "http/client_address.h"
 #include "http/event_loops.h"
+#include "http/field_allocator.h"
 #include "sluice/status.h"
 
 namespace sluice::http {
@@ -23,8 +24,8 @@ namespace sluice::http {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 using tcp = asio::ip::tcp;
-using HttpRequest = beast::http::request<beast::http::string_body>;
-using HttpResponse = beast::http::response<beast::http::string_body>;
+using HttpRequest = beast::http::request<beast::http::string_body, Fields>;
+using HttpResponse = beast::http::response<beast::http::string_body, Fields>;
 
 // The HTTP front ends name their event loop's executor exactly: Asio's default, any_io_executor,
 // erases its type and pays for that on every operation, several times a request.

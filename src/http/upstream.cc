@@ -47,7 +47,7 @@ bool RemovableByConnection(beast::string_view token) {
 // Removes Connection, every header it lists, and the fixed hop-by-hop headers, in one pass
 // over the fields; the usual Connection values (keep-alive, close) name nothing else to remove.
 template <bool IsRequest>
-void RemoveHopByHop(bhttp::message<IsRequest, bhttp::string_body>& message) {
+void RemoveHopByHop(bhttp::message<IsRequest, bhttp::string_body, Fields>& message) {
   std::vector<std::string> named;
   for (auto it = message.find(bhttp::field::connection);
        it != message.end() && it->name() == bhttp::field::connection; ++it) {
@@ -169,6 +169,7 @@ Awaitable<UpstreamPool::ConnectionPtr> UpstreamPool::Connect(beast::error_code& 
   ec = Failure(ec, connection->deadline);
   if (ec) co_return nullptr;
   connection->socket.set_option(tcp::no_delay(true), ec);
+  connection->socket.non_blocking(true, ec);  // for WriteNow
   ec = {};
   co_return connection;
 }
@@ -178,11 +179,13 @@ Awaitable<beast::error_code> UpstreamPool::Exchange(Connection& connection,
                                                     HttpResponse& response) {
   connection.deadline.ExpiresAfter(config_.timeout);  // for the whole exchange
   beast::error_code ec;
-  co_await AsyncWriteMessage(connection.socket, request, connection.head, /*with_body=*/true,
-                             asio::redirect_error(kUseAwaitable, ec));
+  MessageBuffers buffers = SerializeMessage(request, connection.head, /*with_body=*/true);
+  if (!WriteNow(connection.socket, buffers, ec)) {
+    co_await asio::async_write(connection.socket, buffers, asio::redirect_error(kUseAwaitable, ec));
+  }
   if (ec) co_return Failure(ec, connection.deadline);
   for (;;) {
-    bhttp::response_parser<bhttp::string_body> parser;
+    bhttp::response_parser<bhttp::string_body, FieldAllocator<char>> parser;
     parser.body_limit(config_.max_response_bytes);
     if (request.method() == bhttp::verb::head) parser.skip(true);
     co_await bhttp::async_read(connection.socket, connection.buffer, parser,
@@ -200,7 +203,7 @@ Awaitable<beast::error_code> UpstreamPool::Exchange(Connection& connection,
   co_return ec;
 }
 
-Awaitable<HttpResponse> UpstreamPool::Forward(HttpRequest request) {
+Awaitable<HttpResponse> UpstreamPool::Forward(const HttpRequest& request) {
   const unsigned client_version = request.version();
   // Pooled connections that turn out dead are dropped one by one; a new one ends the loop.
   for (;;) {

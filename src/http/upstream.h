@@ -29,8 +29,9 @@ class UpstreamPool {
   // response, a body over max_response_bytes) or 504 (no answer within the timeout). For idempotent
   // methods, a pooled connection that turns out to be closed is dropped and the request tried on
   // the next one, or on a new connection; other methods go only on a pooled connection the
-  // upstream has not closed, or on a new one.
-  Awaitable<HttpResponse> Forward(HttpRequest request);
+  // upstream has not closed, or on a new one. `request` must outlive the wait (it is not copied:
+  // a coroutine's parameters take room in its frame).
+  Awaitable<HttpResponse> Forward(const HttpRequest& request);
 
   size_t Idle() const;
 

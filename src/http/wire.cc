@@ -18,7 +18,7 @@ void AppendVersion(unsigned version, std::string& out) {
   out += static_cast<char>('0' + version % 10);
 }
 
-void AppendStartLine(const bhttp::request_header<>& header, std::string& out) {
+void AppendStartLine(const bhttp::request_header<Fields>& header, std::string& out) {
   out += StdView(header.method_string());
   out += ' ';
   out += StdView(header.target());
@@ -27,7 +27,7 @@ void AppendStartLine(const bhttp::request_header<>& header, std::string& out) {
   out += "\r\n";
 }
 
-void AppendStartLine(const bhttp::response_header<>& header, std::string& out) {
+void AppendStartLine(const bhttp::response_header<Fields>& header, std::string& out) {
   AppendVersion(header.version(), out);
   char code[4] = {'0', '0', '0', ' '};
   const unsigned status = header.result_int() % 1000;
@@ -43,8 +43,9 @@ void AppendStartLine(const bhttp::response_header<>& header, std::string& out) {
 }  // namespace
 
 template <bool IsRequest>
-MessageBuffers SerializeMessage(const bhttp::message<IsRequest, bhttp::string_body>& message,
-                                std::string& head, bool with_body) {
+MessageBuffers SerializeMessage(
+    const bhttp::message<IsRequest, bhttp::string_body, Fields>& message, std::string& head,
+    bool with_body) {
   head.clear();
   AppendStartLine(message.base(), head);
   for (const auto& field : message.base()) {
@@ -70,9 +71,9 @@ MessageBuffers SerializeMessage(const bhttp::message<IsRequest, bhttp::string_bo
           boost::asio::buffer(end.data(), end.size())};
 }
 
-template MessageBuffers SerializeMessage(const bhttp::message<true, bhttp::string_body>&,
+template MessageBuffers SerializeMessage(const bhttp::message<true, bhttp::string_body, Fields>&,
                                          std::string&, bool);
-template MessageBuffers SerializeMessage(const bhttp::message<false, bhttp::string_body>&,
+template MessageBuffers SerializeMessage(const bhttp::message<false, bhttp::string_body, Fields>&,
                                          std::string&, bool);
 
 }  // namespace sluice::http

@@ -6,11 +6,14 @@
 
 #include <utility>  // before asio: Boost 1.74's coroutine support needs it first
 
+#include <algorithm>
 #include <array>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <string>
+
+#include "http/field_allocator.h"
 
 namespace sluice::http {
 
@@ -27,18 +30,27 @@ using MessageBuffers = std::array<boost::asio::const_buffer, 3>;
 // refuses such requests).
 template <bool IsRequest>
 MessageBuffers SerializeMessage(
-    const boost::beast::http::message<IsRequest, boost::beast::http::string_body>& message,
+    const boost::beast::http::message<IsRequest, boost::beast::http::string_body, Fields>& message,
     std::string& head, bool with_body = true);
 
-// Writes `message` (its head alone when not `with_body`) to `stream`, any Asio stream, with any
-// completion token; `message` and `head` must outlive the write.
-template <class Stream, bool IsRequest, class CompletionToken>
-auto AsyncWriteMessage(
-    Stream& stream,
-    const boost::beast::http::message<IsRequest, boost::beast::http::string_body>& message,
-    std::string& head, bool with_body, CompletionToken&& token) {
-  return boost::asio::async_write(stream, SerializeMessage(message, head, with_body),
-                                  std::forward<CompletionToken>(token));
+// Writes what `socket` takes of `buffers` now, without waiting, and leaves in `buffers` what it
+// did not take. True when nothing is left to do: all of it went, or the write failed (`ec`
+// says why); false when the rest must wait for room (an asynchronous write), or when `socket`
+// is not in non-blocking mode, where a write could block the thread. An asynchronous write that
+// goes at once still completes through the event loop, one more turn of it; on a socket with
+// room, which is almost always, this write is done when it returns.
+template <class Socket>
+bool WriteNow(Socket& socket, MessageBuffers& buffers, boost::system::error_code& ec) {
+  if (!socket.non_blocking()) return false;
+  size_t written = socket.write_some(buffers, ec);
+  if (ec == boost::asio::error::would_block) ec = {};
+  if (ec) return true;
+  for (boost::asio::const_buffer& buffer : buffers) {
+    const size_t taken = std::min(written, buffer.size());
+    buffer += taken;
+    written -= taken;
+  }
+  return boost::asio::buffer_size(buffers) == 0;
 }
 
 }  // namespace sluice::http

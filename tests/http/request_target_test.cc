@@ -10,7 +10,7 @@ namespace sluice::http {
 namespace {
 
 namespace bhttp = boost::beast::http;
-using Request = bhttp::request<bhttp::string_body>;
+using Request = bhttp::request<bhttp::string_body, Fields>;
 
 Request Make(const std::string& target, unsigned version = 11, const char* host = "a.example") {
   Request request{bhttp::verb::get, target, version};
