@@ -18,6 +18,11 @@ median() {
     awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'
 }
 
+# The token bucket script as the store runs it, in layout $1 (hash or compact), from the sources.
+bucket_script() {
+  cat src/stores/redis/token_bucket.lua "src/stores/redis/token_bucket_$1.lua" src/stores/redis/calls.lua
+}
+
 # A / B to two decimals.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 
