@@ -34,7 +34,8 @@ void Handle(const redisReply& reply, const std::vector<std::vector<BucketOp>>& c
   using namespace sluice::redis;
   if (IsError(reply)) {
     (void)IsMissingCode(Text(reply));
-    (void)IsAboutSomeKeys(Text(reply));
+    (void)IsRedirection(Text(reply));
+    (void)IsNotHeldHere(Text(reply));
     (void)IsReadOnly(Text(reply));
     return;
   }
