@@ -151,8 +151,13 @@ std::vector<RateLimitResponse> Responses() {
   others.set_raw_body("raw");
   responses.push_back(others);
   others.Clear();
+#if !defined(__SANITIZE_THREAD__)
+  // Not under TSan: there protobuf's headers give a map field two members more than Debian's
+  // uninstrumented libprotobuf has, so a google.protobuf.Struct (a map) cannot be built or
+  // serialized consistently between the two.
   (*others.mutable_dynamic_metadata()->mutable_fields())["k"].set_string_value("v");
   responses.push_back(others);
+#endif
   others.Clear();
   others.mutable_quota()->set_requests(3);
   responses.push_back(others);
