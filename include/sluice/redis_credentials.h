@@ -3,10 +3,10 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
+#include "sluice/mutex.h"
 #include "sluice/redis_options.h"
 #include "sluice/status.h"
 
@@ -27,14 +27,14 @@ class RedisCredentials {
 
   // Reads the files again; when every one reads, the new credentials are in force for the
   // connections made from now on. Otherwise the old ones stay, and the error says why.
-  Status Reload();
+  Status Reload() EXCLUDES(mutex_);
 
   // The password for AUTH to the server (empty: no AUTH).
-  std::string Password() const;
+  std::string Password() const EXCLUDES(mutex_);
   // The password for AUTH to the sentinels.
-  std::string SentinelPassword() const;
+  std::string SentinelPassword() const EXCLUDES(mutex_);
   // The TLS context for new connections; null without TLS.
-  std::shared_ptr<const TlsContext> Tls() const;
+  std::shared_ptr<const TlsContext> Tls() const EXCLUDES(mutex_);
 
   // What the credentials are read from; public for Load's helpers.
   struct Sources {
@@ -57,8 +57,8 @@ class RedisCredentials {
   Result<Values> Read() const;
 
   const Sources sources_;
-  mutable std::mutex mutex_;
-  Values values_;
+  mutable Mutex mutex_;
+  Values values_ GUARDED_BY(mutex_);
 };
 
 }  // namespace sluice

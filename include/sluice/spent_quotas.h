@@ -6,7 +6,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -15,6 +14,7 @@
 #include <utility>
 
 #include "sluice/clock.h"
+#include "sluice/mutex.h"
 #include "sluice/quota_store.h"
 
 namespace sluice {
@@ -33,22 +33,23 @@ class SpentQuotas {
   // Changes() said when the op was sent: when a Forget or Clear came since, the reply may have
   // been decided before the reset that called it (their notices and replies come by different
   // connections) and is not remembered.
-  void Remember(const QuotaOp& op, const QuotaReply& reply, int64_t asked_ms, uint64_t changes);
+  void Remember(const QuotaOp& op, const QuotaReply& reply, int64_t asked_ms, uint64_t changes)
+      EXCLUDES(mutex_);
 
   // How many times Forget or Clear has been called.
-  uint64_t Changes() const;
+  uint64_t Changes() const EXCLUDES(mutex_);
 
   // The reply an enforced `op` with a positive cost would get from the store, when the count
   // remembered for its quota and window leaves no room for its cost; none otherwise.
-  std::optional<QuotaReply> Rejection(const QuotaOp& op) const;
+  std::optional<QuotaReply> Rejection(const QuotaOp& op) const EXCLUDES(mutex_);
 
   // Forgets the quota of `bucket` and `value`, in whatever window.
-  void Forget(std::string_view bucket, std::string_view value);
+  void Forget(std::string_view bucket, std::string_view value) EXCLUDES(mutex_);
 
   // Forgets everything: when what would Forget a quota may have been missed.
-  void Clear();
+  void Clear() EXCLUDES(mutex_);
 
-  size_t size() const;
+  size_t size() const EXCLUDES(mutex_);
 
  private:
   struct Entry {
@@ -62,20 +63,20 @@ class SpentQuotas {
 
   using Entries = std::unordered_map<std::string, Entry>;  // "<bucket>:<value>"
 
-  // Drops the entries whose window has ended; with the lock held.
-  void DropEnded(int64_t now) const;
-  // Drops the entry `it` and its place in the order of ends; with the lock held.
-  void Erase(Entries::iterator it) const;
+  // Drops the entries whose window has ended.
+  void DropEnded(int64_t now) const REQUIRES(mutex_);
+  // Drops the entry `it` and its place in the order of ends.
+  void Erase(Entries::iterator it) const REQUIRES(mutex_);
 
   const std::shared_ptr<const Clock> clock_;
   const size_t max_keys_;
-  mutable std::mutex mutex_;
-  uint64_t changes_ = 0;  // under mutex_
-  mutable Entries entries_;
+  mutable Mutex mutex_;
+  uint64_t changes_ GUARDED_BY(mutex_) = 0;
+  mutable Entries entries_ GUARDED_BY(mutex_);
   // The entries in the order their windows end, by their keys (a node's key stays where it is):
   // the ended ones are at the front, so that making room costs O(log n) an entry, never a scan
   // of them all under the lock every request takes (clients choose the keys).
-  mutable std::set<std::pair<int64_t, const std::string*>> ends_;
+  mutable std::set<std::pair<int64_t, const std::string*>> ends_ GUARDED_BY(mutex_);
 };
 
 }  // namespace sluice

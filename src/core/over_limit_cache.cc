@@ -10,7 +10,7 @@ OverLimitCache::OverLimitCache(std::shared_ptr<const Clock> clock, size_t max_ke
 void OverLimitCache::Remember(const std::string& key, int64_t retry_ms) {
   if (retry_ms <= 0) return;
   const int64_t now = clock_->NowMs();
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   if (until_.size() >= max_keys_ && !until_.contains(key)) {
     DropExpired(now);
     if (until_.size() >= max_keys_) return;
@@ -20,7 +20,7 @@ void OverLimitCache::Remember(const std::string& key, int64_t retry_ms) {
 
 int64_t OverLimitCache::RetryMs(const std::string& key) const {
   const int64_t now = clock_->NowMs();
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   auto it = until_.find(key);
   if (it == until_.end()) return 0;
   if (it->second <= now) {
@@ -31,7 +31,7 @@ int64_t OverLimitCache::RetryMs(const std::string& key) const {
 }
 
 size_t OverLimitCache::size() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   return until_.size();
 }
 

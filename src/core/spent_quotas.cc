@@ -22,7 +22,7 @@ void SpentQuotas::Remember(const QuotaOp& op, const QuotaReply& reply, int64_t a
   const int64_t now = clock_->NowMs();
   if (until <= now) return;
   std::string key = Key(op.bucket, op.value);
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   if (changes != changes_) return;
   if (entries_.size() >= max_keys_ && !entries_.contains(key)) {
     DropEnded(now);
@@ -37,7 +37,7 @@ void SpentQuotas::Remember(const QuotaOp& op, const QuotaReply& reply, int64_t a
 std::optional<QuotaReply> SpentQuotas::Rejection(const QuotaOp& op) const {
   if (!op.enforced || op.cost <= 0) return std::nullopt;
   const int64_t now = clock_->NowMs();
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   auto it = entries_.find(Key(op.bucket, op.value));
   if (it == entries_.end()) return std::nullopt;
   const Entry& entry = it->second;
@@ -56,25 +56,25 @@ std::optional<QuotaReply> SpentQuotas::Rejection(const QuotaOp& op) const {
 }
 
 void SpentQuotas::Forget(std::string_view bucket, std::string_view value) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   ++changes_;
   if (auto it = entries_.find(Key(bucket, value)); it != entries_.end()) Erase(it);
 }
 
 void SpentQuotas::Clear() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   ++changes_;
   ends_.clear();
   entries_.clear();
 }
 
 uint64_t SpentQuotas::Changes() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   return changes_;
 }
 
 size_t SpentQuotas::size() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   return entries_.size();
 }
 

@@ -60,23 +60,23 @@ Result<RedisCredentials::Values> RedisCredentials::Read() const {
 Status RedisCredentials::Reload() {
   Result<Values> values = Read();
   if (!values.ok()) return values.status();
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   values_ = std::move(values).value();
   return {};
 }
 
 std::string RedisCredentials::Password() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   return values_.password;
 }
 
 std::string RedisCredentials::SentinelPassword() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   return values_.sentinel_password;
 }
 
 std::shared_ptr<const TlsContext> RedisCredentials::Tls() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   return values_.tls;
 }
 
