@@ -124,7 +124,7 @@ std::optional<TlsOptions> TlsOf(const CheckArgs& args, std::optional<TlsOptions>
 
 // The store's credentials and timings from the flags, over what the URL gave.
 template <typename Options>
-void ApplyFlags(const CheckArgs& args, Options& options) {
+void OverrideByFlags(const CheckArgs& args, Options& options) {
   options.mode = OrFail(config::ParseScriptMode(args.mode));
   options.timeout = std::chrono::milliseconds(OrFail(config::ParseDurationMs(args.timeout)));
   options.tls = TlsOf(args, options.tls);
@@ -140,7 +140,7 @@ config::StoreConfig StoreConfigOf(const CheckArgs& args) {
   if (std::string_view(args.store).starts_with("cluster://")) {
     store.type = config::StoreType::kCluster;
     store.cluster = ClusterOf(std::string_view(args.store).substr(10));
-    ApplyFlags(args, store.cluster);
+    OverrideByFlags(args, store.cluster);
     return store;
   }
   store.redis = OrFail(ParseRedisUrl(args.store));
@@ -148,7 +148,7 @@ config::StoreConfig StoreConfigOf(const CheckArgs& args) {
   if (!store.redis.unix_path.empty() && TlsOf(args, std::nullopt)) {
     Fail("TLS is not for unix:// stores");
   }
-  ApplyFlags(args, store.redis);
+  OverrideByFlags(args, store.redis);
   return store;
 }
 

@@ -42,7 +42,7 @@ class UnaskedQuotaStore final : public QuotaStore {
 
 // Everything `serve` would refuse, refused here: the file, the limiter built from it, and the
 // rate limit service's descriptor files.
-int CheckConfig(const std::string& path) {
+int ValidateConfigFile(const std::string& path) {
   Result<config::Config> loaded = config::LoadConfig(path);
   if (!loaded.ok()) {
     fmt::print(stderr, "{}\n", loaded.status().message());
@@ -95,7 +95,7 @@ void AddCheckConfigCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("check-config", "Validate a configuration file and exit");
   cmd->add_option("file", *path, "the YAML configuration")->required();
   cmd->callback([path] {
-    if (int rc = CheckConfig(*path); rc != 0) throw CLI::RuntimeError(rc);
+    if (int rc = ValidateConfigFile(*path); rc != 0) throw CLI::RuntimeError(rc);
   });
 }
 

@@ -13,11 +13,10 @@
 #include "config/network.h"
 #include "config/quota_store_config.h"
 #include "config/rls_config.h"
-#include "sluice/cluster_store.h"
+#include "config/rules_config.h"
+#include "config/store_config.h"
 #include "sluice/headers.h"
 #include "sluice/limiter.h"
-#include "sluice/memory_store.h"
-#include "sluice/redis_store.h"
 #include "sluice/rule.h"
 #include "sluice/status.h"
 
@@ -34,24 +33,6 @@ struct UpstreamConfig {
 
   bool operator==(const UpstreamConfig&) const = default;
 };
-
-enum class StoreType { kMemory, kRedis, kSentinel, kCluster };
-
-struct StoreConfig {
-  StoreType type = StoreType::kMemory;
-  // For kRedis: from `url`, the credentials, `tls`, `mode`, `timeout`, ...; for kSentinel the
-  // same, with `sentinel` from `sentinels`, `master` and the sentinels' credentials.
-  RedisOptions redis;
-  ClusterOptions cluster;  // for kCluster: from `nodes`, the credentials, `tls`, `mode`, ...
-  // `max_buckets`: the most a memory store holds, and on any store the most buckets of synced
-  // and leased rules counted in this process.
-  size_t max_buckets = MemoryStore::kDefaultMaxBuckets;
-
-  bool operator==(const StoreConfig&) const = default;
-};
-
-// A check's time limit on the store: its `timeout`, or 0 for the memory store.
-std::chrono::milliseconds StoreTimeout(const StoreConfig& store);
 
 // How a request's client is identified.
 struct ClientConfig {

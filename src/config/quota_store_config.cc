@@ -11,7 +11,7 @@ QuotaStoreConfig ParseQuotaStore(const YamlField& f) {
   QuotaStoreConfig quota;
   PostgresOptions& postgres = quota.postgres;
   postgres.url = f["url"].String();
-  const PostgresUrl url = f["url"].Check(ParsePostgresUrl(postgres.url));
+  const PostgresUrl url = f["url"].Require(ParsePostgresUrl(postgres.url));
   if (f.Has("password") && f.Has("password_file")) {
     f["password_file"].Fail("is given beside password; give one of them");
   }
@@ -57,8 +57,8 @@ void ParseDurable(const YamlField& f, Rule& rule) {
   rule.algorithm = Algorithm::kFixedWindow;
 }
 
-void CheckDurableRules(const std::vector<Rule>& rules, bool has_quota_store,
-                       const YamlField& fields) {
+void ValidateDurableRules(const std::vector<Rule>& rules, bool has_quota_store,
+                          const YamlField& fields) {
   size_t i = 0;
   fields.ForEach([&](const YamlField& rule) {
     if (rules[i++].durable && !has_quota_store) {

@@ -31,7 +31,7 @@ CalendarPeriod ParseCalendarPeriod(const YamlField& rule);
 void ParseDurable(const YamlField& f, Rule& rule);
 
 // Refuses a durable rule of `rules` (parsed from `fields`, one each) without a quota store.
-void CheckDurableRules(const std::vector<Rule>& rules, bool has_quota_store,
-                       const YamlField& fields);
+void ValidateDurableRules(const std::vector<Rule>& rules, bool has_quota_store,
+                          const YamlField& fields);
 
 }  // namespace sluice::config

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config/network.h"
+#include "config/yaml_field.h"
 #include "sluice/limiter.h"
 
 namespace sluice::config {
@@ -79,5 +80,13 @@ struct RlsConfig {
 
   bool operator==(const RlsConfig&) const = default;
 };
+
+// `rls: {listen, json_listen, config, ...}`; `source` names the configuration file, whose folder
+// relative descriptor paths are taken from; `failure` is the top-level `failure`, the default.
+RlsConfig ParseRls(const YamlField& f, const std::string& source, FailurePolicy failure);
+
+// `over_limit_cache: {max_keys: N}` or `{}` (the gateway's and the service's): how many buckets
+// an over-limit cache remembers at most.
+size_t ParseOverLimitCacheKeys(const YamlField& cache);
 
 }  // namespace sluice::config

@@ -91,7 +91,7 @@ void YamlField::ForEach(const std::function<void(const YamlField&)>& each) const
 std::string YamlField::String() const {
   if (!node_.IsScalar()) Fail("must be a single value");
   if (!reading_.expand_environment) return node_.Scalar();
-  return Check(ExpandEnvironment(node_.Scalar()));
+  return Require(ExpandEnvironment(node_.Scalar()));
 }
 
 int64_t YamlField::Integer(int64_t low, int64_t high) const {
@@ -120,7 +120,7 @@ bool YamlField::Bool() const {
 }
 
 std::chrono::milliseconds YamlField::Duration() const {
-  return std::chrono::milliseconds(Check(ParseDurationMs(String())));
+  return std::chrono::milliseconds(Require(ParseDurationMs(String())));
 }
 
 std::string YamlField::OneOf(std::initializer_list<std::string_view> choices) const {
@@ -131,7 +131,7 @@ std::string YamlField::OneOf(std::initializer_list<std::string_view> choices) co
   Fail("\"" + value + "\" is not one of " + list);
 }
 
-void YamlField::Check(const Status& status) const {
+void YamlField::Require(const Status& status) const {
   if (!status.ok()) Fail(status.message());
 }
 

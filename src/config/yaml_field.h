@@ -104,12 +104,13 @@ class YamlField {
 
   // The value of `result`, or its message as this field's refusal.
   template <typename T>
-  T Check(Result<T> result) const {
+  T Require(Result<T> result) const {
     if (!result.ok()) Fail(result.status().message());
     return std::move(result).value();
   }
 
-  void Check(const Status& status) const;
+  // Nothing when `status` is ok; else its message as this field's refusal.
+  void Require(const Status& status) const;
 
   const YAML::Node& node() const { return node_; }
 
