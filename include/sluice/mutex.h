@@ -88,7 +88,7 @@ class CondVar {
   // it go.
   std::unique_lock<std::mutex> Release() {
     mutex_->holder_.store(std::thread::id(), std::memory_order_relaxed);
-    return std::unique_lock<std::mutex>(mutex_->mutex_, std::adopt_lock);
+    return {mutex_->mutex_, std::adopt_lock};
   }
   void Reacquire(std::unique_lock<std::mutex>& lock) {
     lock.release();

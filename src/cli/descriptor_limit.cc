@@ -4,7 +4,7 @@
 #include <sys/resource.h>
 
 #include <cerrno>
-#include <cstring>
+#include <system_error>
 
 namespace sluice::cli {
 
@@ -24,7 +24,7 @@ size_t DescriptorsNeeded(const config::Config& config) {
 void RaiseDescriptorLimit(size_t needed) {
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) {
-    spdlog::warn("cannot read the limit on open files: {}", std::strerror(errno));
+    spdlog::warn("cannot read the limit on open files: {}", std::generic_category().message(errno));
     return;
   }
   if (limit.rlim_cur < limit.rlim_max) {

@@ -9,13 +9,15 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <system_error>
 #include <utility>
 
 namespace sluice::cli {
 namespace {
 
 Status SystemError(const std::string& what) {
-  return Status::Unavailable("$NOTIFY_SOCKET " + what + ": " + std::strerror(errno));
+  return Status::Unavailable("$NOTIFY_SOCKET " + what + ": " +
+                             std::generic_category().message(errno));
 }
 
 // Closes the descriptor when the scope ends.
@@ -36,14 +38,15 @@ class FileDescriptor {
 }  // namespace
 
 ServiceNotifier ServiceNotifier::FromEnvironment() {
-  const char* socket = std::getenv("NOTIFY_SOCKET");
+  // Read once, as `serve` starts; nothing in the process changes its environment.
+  const char* socket = std::getenv("NOTIFY_SOCKET");  // NOLINT(concurrency-mt-unsafe)
   return ServiceNotifier(socket == nullptr ? "" : socket);
 }
 
 ServiceNotifier::ServiceNotifier(std::string socket) : socket_(std::move(socket)) {}
 
 Status ServiceNotifier::Notify(std::string_view state) const {
-  if (socket_.empty()) return Status();
+  if (socket_.empty()) return {};
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   if (socket_.size() >= sizeof(address.sun_path)) {
@@ -59,7 +62,7 @@ Status ServiceNotifier::Notify(std::string_view state) const {
   const ssize_t sent = ::sendto(fd.get(), state.data(), state.size(), MSG_NOSIGNAL,
                                 reinterpret_cast<const sockaddr*>(&address), length);
   if (sent < 0) return SystemError(socket_);
-  return Status();
+  return {};
 }
 
 std::string ReloadingState() {

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <sstream>
+#include <system_error>
 #include <thread>
 
 #include "config/quota_store_config.h"
@@ -234,7 +234,8 @@ Result<Config> LoadConfig(const std::string& path) {
   // The reason goes in the message: under systemd it is all the journal shows of a service that
   // would not start (a missing file, or one its dynamic user may not read).
   auto unreadable = [&path](int error) {
-    return Status::InvalidArgument(path + ": cannot be read: " + std::strerror(error));
+    return Status::InvalidArgument(path +
+                                   ": cannot be read: " + std::generic_category().message(error));
   };
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) return unreadable(EISDIR);

@@ -17,7 +17,7 @@ Status yaml_internal::ReadYaml(std::string_view yaml, const std::string& source,
       return Status::InvalidArgument(source + ": the file is empty");
     }
     parse(YamlField(root, "", source, reading));
-    return Status();
+    return {};
   } catch (const YamlError& e) {
     return Status::InvalidArgument(e.message);
   } catch (const YAML::Exception& e) {

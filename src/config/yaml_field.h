@@ -115,8 +115,9 @@ class YamlField {
   const YAML::Node& node() const { return node_; }
 
  private:
-  friend Status yaml_internal::ReadYaml(std::string_view, const std::string&, YamlReading,
-                                        const std::function<void(const YamlField&)>&);
+  friend Status yaml_internal::ReadYaml(std::string_view yaml, const std::string& source,
+                                        YamlReading reading,
+                                        const std::function<void(const YamlField&)>& parse);
 
   YamlField(const YAML::Node& node, std::string path, const std::string& source,
             YamlReading reading);
