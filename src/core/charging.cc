@@ -179,7 +179,7 @@ void Refund(std::shared_ptr<Store> store, std::vector<BucketOp> ops, const Charg
                  if (!replies.ok()) return done(Failed(replies.status()));
                  Charges charges = Answered(*replies);
                  if (!RefusedEnforced(*held, charges)) return done(std::move(charges));
-                 GiveBack(std::move(store), *held, std::move(charges), std::move(done));
+                 GiveBack(store, *held, std::move(charges), std::move(done));
                });
 }
 
@@ -322,14 +322,14 @@ void Charge(std::shared_ptr<Store> store, std::vector<BucketOp> ops, const Charg
              }
              assert(part.ops.size() == sent_from.size());
              for (size_t k = 0; k < sent_from.size(); ++k) {
-               known.ops[sent_from[k]] = std::move(part.ops[k]);
+               known.ops[sent_from[k]] = part.ops[k];
              }
              done(std::move(known));
            });
 }
 
-void GiveBack(std::shared_ptr<Store> store, const std::vector<BucketOp>& ops, Charges charges,
-              ChargesCallback done) {
+void GiveBack(const std::shared_ptr<Store>& store, const std::vector<BucketOp>& ops,
+              Charges charges, ChargesCallback done) {
   // One refund per key, its costs summed: as a plain op, it never raises a bucket above its
   // capacity.
   std::vector<BucketOp> refunds;

@@ -92,7 +92,7 @@ void Charge(std::shared_ptr<Store> store, std::vector<BucketOp> ops, const Charg
 // Gives back what the charged operations of `charges` took, each from `ops[i]`, in one call (one
 // refund per key, never above the bucket's capacity); a refund that fails leaves the tokens taken
 // and says so (refund_failed).
-void GiveBack(std::shared_ptr<Store> store, const std::vector<BucketOp>& ops, Charges charges,
-              ChargesCallback done);
+void GiveBack(const std::shared_ptr<Store>& store, const std::vector<BucketOp>& ops,
+              Charges charges, ChargesCallback done);
 
 }  // namespace sluice

@@ -192,13 +192,14 @@ void GiveBackRateTokens(const StatePtr& state, const std::shared_ptr<const Plan>
 // request is done (no quota spent); an allowed one takes its quotas, in one atomic take. When a
 // quota rejects it (or the quota store fails and its policy is closed), the rate limit rules'
 // tokens follow the policy: given back under refund and all-or-nothing.
-void ThenQuotas(const StatePtr& state, std::shared_ptr<const Plan> plan, Charges charges,
+void ThenQuotas(const StatePtr& state, const std::shared_ptr<const Plan>& plan, Charges charges,
                 Decision decision, DecisionCallback done) {
   if (!decision.allowed) return state->Finish(std::move(decision), done);
   std::vector<QuotaOp> ops = plan->quota_ops;  // the plan keeps its own for the verdicts
   state->options.quota_store->Take(
-      std::move(ops), [state, plan, charges = std::move(charges), decision = std::move(decision),
-                       done = std::move(done)](Result<std::vector<QuotaReply>> replies) mutable {
+      std::move(ops),
+      [state, plan, charges = std::move(charges), decision = std::move(decision),
+       done = std::move(done)](const Result<std::vector<QuotaReply>>& replies) mutable {
         std::vector<RuleVerdict> verdicts = QuotaVerdicts(*state, *plan, replies, decision);
         const bool refused = QuotasRefuse(decision, verdicts);
         auto finish = [state, verdicts = std::move(verdicts),

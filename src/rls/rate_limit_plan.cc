@@ -147,18 +147,21 @@ RateLimitResponse StatusesOf(const Plan& plan, const std::vector<Verdict>& verdi
   return response;
 }
 
+// Whether the headers describe `status` rather than `chosen`, the one before it they would
+// describe: a later one over the limit wins, else one with fewer requests left.
+bool OutranksForHeaders(const RateLimitResponse::DescriptorStatus& status,
+                        const RateLimitResponse::DescriptorStatus* chosen) {
+  if (status.code() == RateLimitResponse::OVER_LIMIT || chosen == nullptr) return true;
+  return chosen->code() != RateLimitResponse::OVER_LIMIT &&
+         status.limit_remaining() < chosen->limit_remaining();
+}
+
 // The descriptor envoyproxy/ratelimit describes in its headers: the last one over the limit,
 // else the first with the fewest requests left.
 const RateLimitResponse::DescriptorStatus* HeaderDescriptor(const RateLimitResponse& response) {
   const RateLimitResponse::DescriptorStatus* chosen = nullptr;
   for (const auto& status : response.statuses()) {
-    if (!status.has_current_limit()) continue;
-    if (status.code() == RateLimitResponse::OVER_LIMIT) {
-      chosen = &status;
-    } else if (chosen == nullptr || (chosen->code() != RateLimitResponse::OVER_LIMIT &&
-                                     status.limit_remaining() < chosen->limit_remaining())) {
-      chosen = &status;
-    }
+    if (status.has_current_limit() && OutranksForHeaders(status, chosen)) chosen = &status;
   }
   return chosen;
 }

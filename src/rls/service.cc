@@ -1,6 +1,7 @@
 #include "rls/service.h"
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <optional>
 
@@ -89,6 +90,7 @@ void Answer(const Plan& plan, const Charges& charges, const std::vector<BucketRe
 Service::Service(std::vector<std::shared_ptr<Store>> stores,
                  std::shared_ptr<const DescriptorMatcher> matcher, ServiceOptions options)
     : stores_(std::move(stores)) {
+  assert(!stores_.empty());  // a call picks one by index
   Reconfigure(std::move(matcher), std::move(options));
 }
 

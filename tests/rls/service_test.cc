@@ -75,9 +75,9 @@ std::shared_ptr<const DescriptorMatcher> Matcher(const char* yaml = kDescriptors
   return std::make_shared<DescriptorMatcher>(std::move(domains));
 }
 
-class ServiceTest : public ::testing::Test {
+class RlsServiceInProcessTest : public ::testing::Test {
  protected:
-  ServiceTest() { Configure({}); }
+  RlsServiceInProcessTest() { Configure({}); }
 
   void Configure(ServiceOptions options) {
     options.response_headers = config::RlsHeaderNames{};
@@ -133,7 +133,7 @@ RateLimitRequest Request(const std::vector<DescriptorEntries>& descriptors,
   return RequestOf(std::move(domain), descriptors);
 }
 
-TEST_F(ServiceTest, DescriptorsMatchAtEveryDepthWithWildcardsUnlimitedAndShadow) {
+TEST_F(RlsServiceInProcessTest, DescriptorsMatchAtEveryDepthWithWildcardsUnlimitedAndShadow) {
   EXPECT_EQ(Codes(Request({{{"client", "alice"}}}), 4), "+++x");
   EXPECT_EQ(Codes(Request({{{"client", "bob"}}}), 1), "+");  // per value
   EXPECT_EQ(Codes(Request({{{"client", "vip"}}}), 6), "+++++x");
@@ -152,7 +152,7 @@ TEST_F(ServiceTest, DescriptorsMatchAtEveryDepthWithWildcardsUnlimitedAndShadow)
   EXPECT_FALSE(unknown.statuses(0).has_current_limit());
 }
 
-TEST_F(ServiceTest, SeveralDescriptorsAndHitsAddendInOneCall) {
+TEST_F(RlsServiceInProcessTest, SeveralDescriptorsAndHitsAddendInOneCall) {
   RateLimitRequest request =
       Request({{{"client", "carol"}}, {{"route", "/api"}, {"method", "POST"}}, {{"other", "x"}}});
   request.set_hits_addend(2);
@@ -180,7 +180,7 @@ TEST_F(ServiceTest, SeveralDescriptorsAndHitsAddendInOneCall) {
 // rls.failure decides a call the store cannot answer: OK, OVER_LIMIT, or the store's code with
 // nothing of its error text; a call that needs no store is answered either way, and a request
 // the store calls invalid is the caller's fault, whatever the setting.
-TEST_F(ServiceTest, TheFailureSettingAnswersWhenTheStoreFails) {
+TEST_F(RlsServiceInProcessTest, TheFailureSettingAnswersWhenTheStoreFails) {
   store_->failure = Status::Unavailable("redis 10.0.0.7:6379: connection refused");
   ServiceOptions open;
   open.failure = config::RlsFailure::kOpen;
@@ -221,7 +221,7 @@ TEST_F(ServiceTest, TheFailureSettingAnswersWhenTheStoreFails) {
 
 // A call that needs the store while max_calls_in_flight calls wait for it is refused at once; one
 // the store is not needed for is answered.
-TEST_F(ServiceTest, CallsPastMaxInFlightAreRefusedAtOnce) {
+TEST_F(RlsServiceInProcessTest, CallsPastMaxInFlightAreRefusedAtOnce) {
   ServiceOptions options;
   options.max_calls_in_flight = 2;
   Configure(options);
@@ -254,7 +254,7 @@ TEST_F(ServiceTest, CallsPastMaxInFlightAreRefusedAtOnce) {
 
 // The over-limit cache answers a descriptor whose bucket is in debt without the store, and the
 // statistics say so.
-TEST_F(ServiceTest, TheOverLimitCacheAnswersWithoutTheStoreAndCountsIt) {
+TEST_F(RlsServiceInProcessTest, TheOverLimitCacheAnswersWithoutTheStoreAndCountsIt) {
   ServiceOptions options;
   options.over_limit_cache = std::make_shared<OverLimitCache>(clock_, 100);
   Configure(options);
@@ -272,7 +272,7 @@ TEST_F(ServiceTest, TheOverLimitCacheAnswersWithoutTheStoreAndCountsIt) {
 
 // Reconfigure puts new descriptors in force for the calls that follow; a bad file is refused by
 // LoadMatcher, so the descriptors in force stay.
-TEST_F(ServiceTest, ReloadedDescriptorsTakeOverAndABadFileKeepsTheOld) {
+TEST_F(RlsServiceInProcessTest, ReloadedDescriptorsTakeOverAndABadFileKeepsTheOld) {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() /
       ("sluice-rls-reload-" + std::to_string(reinterpret_cast<uintptr_t>(this)));
@@ -298,7 +298,7 @@ TEST_F(ServiceTest, ReloadedDescriptorsTakeOverAndABadFileKeepsTheOld) {
   std::filesystem::remove_all(dir);
 }
 
-TEST_F(ServiceTest, JsonFormAnswers200WhenOkAnd429WhenOverAnd400ForMalformedBodies) {
+TEST_F(RlsServiceInProcessTest, JsonFormAnswers200WhenOkAnd429WhenOverAnd400ForMalformedBodies) {
   const std::string body =
       R"({"domain": "edge", "descriptors": [{"entries": [{"key": "client", "value": "json"}]}],
           "hits_addend": 2})";
