@@ -171,8 +171,8 @@ class StopAtFirst : public std::enable_shared_from_this<StopAtFirst> {
 };
 
 // All at once; when an enforced op is refused, what the others took is given back.
-void Refund(std::shared_ptr<Store> store, std::vector<BucketOp> ops, const ChargeRules& rules,
-            ChargesCallback done) {
+void Refund(const std::shared_ptr<Store>& store, std::vector<BucketOp> ops,
+            const ChargeRules& rules, ChargesCallback done) {
   auto held = std::make_shared<std::vector<BucketOp>>(ops);
   Rounds::Send(store, std::move(ops), rules.keys_may_repeat,
                [store, held, done = std::move(done)](Result<Replies> replies) mutable {

@@ -185,7 +185,11 @@ class CommonResponseWriter {
         !Enum(first, "overallCode", RateLimitResponse::Code_Name(response.overall_code()))) {
       return false;
     }
-    if (!WriteStatuses(first, response) || !WriteHeaders(first, response)) return false;
+    if (!WriteList(first, "statuses", response.statuses(), &CommonResponseWriter::WriteStatus) ||
+        !WriteList(first, "responseHeadersToAdd", response.response_headers_to_add(),
+                   &CommonResponseWriter::WriteHeader)) {
+      return false;
+    }
     out_.push_back('}');
     return true;
   }
@@ -193,25 +197,15 @@ class CommonResponseWriter {
   std::string Take() { return std::move(out_); }
 
  private:
-  bool WriteStatuses(bool& first, const RateLimitResponse& response) {
-    if (response.statuses_size() == 0) return true;
-    Name(first, "statuses");
+  // A repeated field, each element by `write`; left out when empty.
+  template <typename Elements, typename WriteElement>
+  bool WriteList(bool& first, std::string_view name, const Elements& elements, WriteElement write) {
+    if (elements.empty()) return true;
+    Name(first, name);
     out_.push_back('[');
-    for (int i = 0; i < response.statuses_size(); ++i) {
+    for (int i = 0; i < elements.size(); ++i) {
       if (i > 0) out_.push_back(',');
-      if (!WriteStatus(response.statuses(i))) return false;
-    }
-    out_.push_back(']');
-    return true;
-  }
-
-  bool WriteHeaders(bool& first, const RateLimitResponse& response) {
-    if (response.response_headers_to_add_size() == 0) return true;
-    Name(first, "responseHeadersToAdd");
-    out_.push_back('[');
-    for (int i = 0; i < response.response_headers_to_add_size(); ++i) {
-      if (i > 0) out_.push_back(',');
-      if (!WriteHeader(response.response_headers_to_add(i))) return false;
+      if (!(this->*write)(elements.Get(i))) return false;
     }
     out_.push_back(']');
     return true;

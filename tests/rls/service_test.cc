@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "rls/descriptor_files.h"
 #include "rls/front_end.h"
 #include "rls/json_handler.h"
 #include "rls/rate_limit_requests.h"
@@ -42,7 +43,7 @@ class ScriptedStore final : public Store {
   void Apply(std::vector<BucketOp> ops, StoreCallback done) override {
     if (!failure.ok()) return done(failure);
     if (hold) {
-      held_.push_back([this, ops = std::move(ops), done = std::move(done)]() mutable {
+      held_.emplace_back([this, ops = std::move(ops), done = std::move(done)]() mutable {
         inner_->Apply(std::move(ops), std::move(done));
       });
       return;
@@ -67,22 +68,14 @@ class ScriptedStore final : public Store {
   std::vector<std::function<void()>> held_;
 };
 
-std::shared_ptr<const DescriptorMatcher> Matcher(const char* yaml = kDescriptors) {
-  Result<DomainConfig> config = ParseDomainConfig(yaml, "edge.yaml");
-  EXPECT_TRUE(config.ok()) << config.status().message();
-  std::vector<DomainConfig> domains;
-  if (config.ok()) domains.push_back(std::move(config).value());
-  return std::make_shared<DescriptorMatcher>(std::move(domains));
-}
-
 class RlsServiceInProcessTest : public ::testing::Test {
  protected:
   RlsServiceInProcessTest() { Configure({}); }
 
   void Configure(ServiceOptions options) {
     options.response_headers = config::RlsHeaderNames{};
-    service_ = std::make_unique<Service>(std::vector<std::shared_ptr<Store>>{store_}, Matcher(),
-                                         std::move(options));
+    service_ = std::make_unique<Service>(std::vector<std::shared_ptr<Store>>{store_},
+                                         MatcherOf({kDescriptors}), std::move(options));
   }
 
   // The answer to `request`, which the service gives inline on these stores unless they hold it.
