@@ -265,11 +265,43 @@ void RememberRefusals(OverLimitCache& cache, const std::vector<BucketOp>& ops,
   }
 }
 
+// Charges the ops the over-limit cache did not answer (under a policy that spares the other
+// ops of a refused plan, only looks at them), and merges their charges into `known`.
+void ChargeTheRest(std::shared_ptr<Store> store, const std::vector<BucketOp>& ops,
+                   const ChargeRules& rules, Charges known, ChargesCallback done) {
+  assert(known.ops.size() == ops.size());
+  const bool spare = rules.policy != MultiRulePolicy::kChargeAll;
+  std::vector<BucketOp> sent;
+  std::vector<size_t> sent_from;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (known.ops[i].from_cache) continue;
+    sent.push_back(ops[i]);
+    if (spare) sent.back().cost = 0;
+    sent_from.push_back(i);
+  }
+  auto remembered = std::make_shared<const std::vector<BucketOp>>(sent);
+  ByPolicy(std::move(store), std::move(sent), rules,
+           [remembered, sent_from = std::move(sent_from), cache = rules.over_limit_cache,
+            known = std::move(known), done = std::move(done)](Charges part) mutable {
+             known.fell_back_to_refund = part.fell_back_to_refund;
+             known.refund_failed = part.refund_failed;
+             if (!part.error.ok()) {
+               known.error = std::move(part.error);
+               return done(std::move(known));
+             }
+             assert(part.ops.size() == sent_from.size());
+             if (cache) RememberRefusals(*cache, *remembered, part);
+             for (size_t k = 0; k < sent_from.size(); ++k) {
+               known.ops[sent_from[k]] = part.ops[k];
+             }
+             done(std::move(known));
+           });
+}
+
 }  // namespace
 
 Charges FromCache(const std::vector<BucketOp>& ops, const ChargeRules& rules) {
   Charges charges;
-  charges.ops.resize(ops.size());
   if (!rules.over_limit_cache) return charges;
   const bool whole_plan = rules.cached == CachedOverLimit::kRefusesThePlan;
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -277,6 +309,7 @@ Charges FromCache(const std::vector<BucketOp>& ops, const ChargeRules& rules) {
     if (!op.enforced || (whole_plan && op.cost <= 0)) continue;
     const int64_t retry_ms = rules.over_limit_cache->RetryMs(op.key);
     if (retry_ms <= 0) continue;
+    charges.ops.resize(ops.size());
     charges.ops[i] = {true, true, InDebt(op, retry_ms), false, std::nullopt};
     ++charges.cache_answers;
     if (whole_plan) break;
@@ -288,43 +321,17 @@ Charges FromCache(const std::vector<BucketOp>& ops, const ChargeRules& rules) {
 
 void Charge(std::shared_ptr<Store> store, std::vector<BucketOp> ops, const ChargeRules& rules,
             Charges known, ChargesCallback done) {
-  assert(known.ops.size() == ops.size());
   if (known.from_cache) return done(std::move(known));
-  // Without an answer from the cache, every op is sent as it is and answers for itself.
-  std::vector<BucketOp> sent;
-  std::vector<size_t> sent_from;  // empty: every op, in order
-  if (known.cache_answers == 0) {
-    sent = std::move(ops);
-  } else {
-    // The call is refused already: under a policy that spares the other operations, they are
-    // only looked at.
-    const bool spare = rules.policy != MultiRulePolicy::kChargeAll;
-    for (size_t i = 0; i < ops.size(); ++i) {
-      if (known.ops[i].from_cache) continue;
-      sent.push_back(ops[i]);
-      if (spare) sent.back().cost = 0;
-      sent_from.push_back(i);
-    }
+  if (known.cache_answers > 0) {
+    return ChargeTheRest(std::move(store), ops, rules, std::move(known), std::move(done));
   }
-  // The keys of the refusals to remember, once the store has answered.
-  auto remembered =
-      rules.over_limit_cache ? std::make_shared<const std::vector<BucketOp>>(sent) : nullptr;
-  ByPolicy(std::move(store), std::move(sent), rules,
-           [remembered, sent_from = std::move(sent_from), cache = rules.over_limit_cache,
-            known = std::move(known), done = std::move(done)](Charges part) mutable {
-             if (part.error.ok() && cache) RememberRefusals(*cache, *remembered, part);
-             if (sent_from.empty()) return done(std::move(part));
-             known.fell_back_to_refund = part.fell_back_to_refund;
-             known.refund_failed = part.refund_failed;
-             if (!part.error.ok()) {
-               known.error = std::move(part.error);
-               return done(std::move(known));
-             }
-             assert(part.ops.size() == sent_from.size());
-             for (size_t k = 0; k < sent_from.size(); ++k) {
-               known.ops[sent_from[k]] = part.ops[k];
-             }
-             done(std::move(known));
+  if (!rules.over_limit_cache)
+    return ByPolicy(std::move(store), std::move(ops), rules, std::move(done));
+  auto remembered = std::make_shared<const std::vector<BucketOp>>(ops);
+  ByPolicy(std::move(store), std::move(ops), rules,
+           [remembered, cache = rules.over_limit_cache, done = std::move(done)](Charges charges) {
+             if (charges.error.ok()) RememberRefusals(*cache, *remembered, charges);
+             done(std::move(charges));
            });
 }
 

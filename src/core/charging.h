@@ -57,8 +57,8 @@ struct OpCharge {
   std::optional<BucketReply> refunded;
 };
 
-// What became of a plan's operations, one OpCharge each in the plan's order; or the store's
-// error (the operations' charges then unknown).
+// What became of a plan's operations, one OpCharge each in the plan's order (FromCache's: none
+// when the cache answered none); or the store's error (the operations' charges then unknown).
 struct Charges {
   Status error;
   std::vector<OpCharge> ops;
@@ -70,8 +70,9 @@ struct Charges {
 
 using ChargesCallback = std::function<void(Charges)>;
 
-// What the over-limit cache knows of `ops`, as `rules.cached` says; from_cache when nothing is
-// left for the store to answer.
+// What the over-limit cache knows of `ops`, as `rules.cached` says: one OpCharge per op once it
+// answered one, none when it answered none; from_cache when nothing is left for the store to
+// answer.
 Charges FromCache(const std::vector<BucketOp>& ops, const ChargeRules& rules);
 
 // Charges the operations of `ops` that `known` (FromCache's) leaves unanswered, as
