@@ -219,16 +219,16 @@ bool KeysRepeat(const std::vector<BucketOp>& ops) {
   return false;
 }
 
-void AllOrNothing(std::shared_ptr<Store> store, std::vector<BucketOp> ops, const ChargeRules& rules,
-                  ChargesCallback done) {
+void AllOrNothing(const std::shared_ptr<Store>& store, std::vector<BucketOp> ops,
+                  const ChargeRules& rules, ChargesCallback done) {
   if (rules.keys_may_repeat && KeysRepeat(ops)) {
-    return Refund(std::move(store), std::move(ops), rules, FellBack(std::move(done)));
+    return Refund(store, std::move(ops), rules, FellBack(std::move(done)));
   }
   auto held = std::make_shared<std::vector<BucketOp>>(ops);
   store->ApplyAllOrNothing(std::move(ops), [store, held, rules, done = std::move(done)](
                                                Result<Replies> replies) mutable {
     if (!replies.ok() && replies.status().code() == StatusCode::kFailedPrecondition) {
-      return Refund(std::move(store), std::move(*held), rules, FellBack(std::move(done)));
+      return Refund(store, std::move(*held), rules, FellBack(std::move(done)));
     }
     if (!replies.ok()) return done(Failed(replies.status()));
     Charges charges = Answered(*replies);
@@ -248,9 +248,9 @@ void ByPolicy(std::shared_ptr<Store> store, std::vector<BucketOp> ops, const Cha
       return std::make_shared<StopAtFirst>(std::move(store), std::move(ops), rules, std::move(done))
           ->Ask(0);
     case MultiRulePolicy::kRefund:
-      return Refund(std::move(store), std::move(ops), rules, std::move(done));
+      return Refund(store, std::move(ops), rules, std::move(done));
     case MultiRulePolicy::kAllOrNothing:
-      return AllOrNothing(std::move(store), std::move(ops), rules, std::move(done));
+      return AllOrNothing(store, std::move(ops), rules, std::move(done));
   }
 }
 
