@@ -1,6 +1,6 @@
 // The small fixed descriptor configuration the rate limit service's fuzz targets plan requests
 // against: a limit, a replaced one, unlimited, zero, shadow, wildcard and nested descriptors, so
-// that every kind of PlannedDescriptor comes up.
+// that every kind of MatchedDescriptor comes up.
 #pragma once
 
 #include <functional>

@@ -305,7 +305,7 @@ class Service {
       spdlog::error("reload refused, the running configuration stays: {}", s.message());
       return false;
     }
-    if (rls_) rls_->Apply(std::move(descriptors), gateway_->Current()->config);
+    if (rls_) rls_->Reconfigure(std::move(descriptors), gateway_->Current()->config);
     spdlog::info("reloaded {}", path_);
     return true;
   }

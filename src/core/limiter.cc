@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <future>
 #include <set>
 
+#include "charging.h"
 #include "sluice/bucket_key.h"
 
 namespace sluice {
@@ -13,6 +15,9 @@ struct Limiter::State {
   std::vector<Rule> rules;
   LimiterOptions options;
   std::shared_ptr<Store> store;
+  // How its plans are charged: the policy and the over-limit cache of `options`; a rule's
+  // request is one client's, so a bucket known to be short refuses it whole.
+  ChargeRules charge_rules;
 
   std::atomic<uint64_t> checks{0};
   std::atomic<uint64_t> allowed{0};
@@ -47,161 +52,41 @@ namespace {
 
 using StatePtr = std::shared_ptr<Limiter::State>;
 
-// The quotas one request takes from: one op per applicable durable rule, and which rule it is.
-struct QuotaPlan {
-  std::vector<QuotaOp> ops;
-  std::vector<size_t> rules;
-};
-
-// The buckets one request touches: one operation per applicable rule, and which rule it is; and
-// its quotas, asked once the buckets have allowed.
+// The operations decided for one request before any store is asked: one bucket operation per
+// applicable rate limit rule, one quota operation per applicable durable rule (asked once the
+// buckets have allowed), and which rule each answers for.
 struct Plan {
   std::vector<BucketOp> ops;
   std::vector<size_t> rules;
   std::vector<Limit> limits;  // ops[i].limit, kept when the ops go to the store
-  QuotaPlan quotas;
+  std::vector<QuotaOp> quota_ops;
+  std::vector<size_t> quota_rules;
 };
 
-// The verdicts for `replies`, which answer for the plan's operations from `first` on.
+// The verdicts of the plan's operations that were answered, in the plan's order.
 std::vector<RuleVerdict> ToVerdicts(const std::vector<Rule>& rules, const Plan& plan,
-                                    const std::vector<BucketReply>& replies, size_t first = 0) {
+                                    const Charges& charges) {
   std::vector<RuleVerdict> verdicts;
-  verdicts.reserve(replies.size());
-  for (size_t i = 0; i < replies.size(); ++i) {
-    const BucketReply& r = replies[i];
-    const size_t rule = plan.rules[first + i];
-    verdicts.push_back({rule, r.allowed, r.remaining, r.retry_ms, r.allowed, rules[rule].shadow,
-                        plan.limits[first + i]});
+  verdicts.reserve(charges.ops.size());
+  for (size_t i = 0; i < charges.ops.size(); ++i) {
+    const OpCharge& op = charges.ops[i];
+    if (!op.answered) continue;
+    const size_t rule = plan.rules[i];
+    verdicts.push_back({rule, op.reply.allowed, op.reply.remaining, op.reply.retry_ms, op.charged,
+                        rules[rule].shadow, plan.limits[i]});
   }
   return verdicts;
 }
 
-// Sends the whole plan at once and charges every bucket that allowed.
-void ChargeAll(const StatePtr& state, Plan plan, DecisionCallback done) {
-  std::vector<BucketOp> ops = std::move(plan.ops);
-  state->store->Apply(std::move(ops), [state, plan = std::move(plan), done = std::move(done)](
-                                          const Result<std::vector<BucketReply>>& replies) {
-    if (!replies.ok()) return done(state->ByPolicy(replies.status()));
-    done(CombineVerdicts(ToVerdicts(state->rules, plan, *replies)));
-  });
-}
-
-// Asks the rules one at a time, from `next` on, stopping at the first that rejects.
-struct StopAtFirst : std::enable_shared_from_this<StopAtFirst> {
-  StatePtr state;
-  Plan plan;
-  DecisionCallback done;
-  std::vector<RuleVerdict> verdicts;
-
-  void Ask(size_t next) {
-    if (next == plan.ops.size()) return done(CombineVerdicts(std::move(verdicts)));
-    state->store->Apply({plan.ops[next]}, [self = shared_from_this(),
-                                           next](const Result<std::vector<BucketReply>>& replies) {
-      if (!replies.ok()) return self->done(self->state->ByPolicy(replies.status()));
-      std::vector<RuleVerdict> one = ToVerdicts(self->state->rules, self->plan, *replies, next);
-      self->verdicts.push_back(one.front());
-      if (!one.front().allowed && !one.front().shadow) {
-        return self->done(CombineVerdicts(std::move(self->verdicts)));
-      }
-      self->Ask(next + 1);
-    });
-  }
-};
-
-// Gives back what the verdicts of `decision` that are charged took, each from ops[i] (its
-// verdicts and the ops match one to one), in one call; then hands the decision on with those
-// verdicts no longer charged. A refund that fails leaves the tokens taken.
-void RefundCharged(const StatePtr& state, const std::vector<BucketOp>& ops, Decision decision,
-                   DecisionCallback done) {
-  std::vector<BucketOp> refunds;
-  std::vector<size_t> refunded;  // positions in decision.verdicts
-  for (size_t i = 0; i < decision.verdicts.size() && i < ops.size(); ++i) {
-    if (!decision.verdicts[i].charged || ops[i].cost == 0) continue;
-    BucketOp op = ops[i];
-    op.cost = -op.cost;
-    refunds.push_back(std::move(op));
-    refunded.push_back(i);
-  }
-  if (refunds.empty()) return done(std::move(decision));
-  state->store->Apply(
-      std::move(refunds),
-      [state, decision = std::move(decision), refunded = std::move(refunded),
-       done = std::move(done)](const Result<std::vector<BucketReply>>& result) mutable {
-        if (result.ok()) {
-          for (size_t i : refunded) decision.verdicts[i].charged = false;
-        } else {
-          // The request is rejected either way; the tokens stay taken.
-          state->store_errors.fetch_add(1, std::memory_order_relaxed);
-        }
-        done(std::move(decision));
-      });
-}
-
-// Sends the whole plan at once; when the answer is no, gives back what the allowing rules took.
-void Refund(const StatePtr& state, Plan plan, DecisionCallback done) {
-  std::vector<BucketOp> ops = plan.ops;  // the plan keeps its own: refunds are built from it
-  state->store->Apply(std::move(ops), [state, plan = std::move(plan), done = std::move(done)](
-                                          const Result<std::vector<BucketReply>>& replies) mutable {
-    if (!replies.ok()) return done(state->ByPolicy(replies.status()));
-    Decision decision = CombineVerdicts(ToVerdicts(state->rules, plan, *replies));
-    if (decision.allowed) return done(std::move(decision));
-    RefundCharged(state, plan.ops, std::move(decision), std::move(done));
-  });
-}
-
-// Sends the whole plan in one all-or-nothing call: nothing is charged unless every enforced rule
-// allows. Where the store cannot decide them in one step (keys on several cluster shards), the
-// check is made as Refund makes it, and the decision says so.
-void AllOrNothing(const StatePtr& state, Plan plan, DecisionCallback done) {
-  std::vector<BucketOp> ops = plan.ops;  // the plan keeps its own for the fallback
-  state->store->ApplyAllOrNothing(
-      std::move(ops), [state, plan = std::move(plan), done = std::move(done)](
-                          const Result<std::vector<BucketReply>>& replies) mutable {
-        if (!replies.ok() && replies.status().code() == StatusCode::kFailedPrecondition) {
-          state->refund_fallbacks.fetch_add(1, std::memory_order_relaxed);
-          return Refund(state, std::move(plan), [done = std::move(done)](Decision decision) {
-            decision.fell_back_to_refund = true;
-            done(std::move(decision));
-          });
-        }
-        if (!replies.ok()) return done(state->ByPolicy(replies.status()));
-        Decision decision = CombineVerdicts(ToVerdicts(state->rules, plan, *replies));
-        for (RuleVerdict& verdict : decision.verdicts) verdict.charged &= decision.allowed;
-        done(std::move(decision));
-      });
-}
-
-// The over-limit cache's decision for `plan`: rejected by the first enforced rule whose bucket is
-// known to stay short until later; none when every bucket may have room.
-std::optional<Decision> CachedRejection(const Limiter::State& state, const Plan& plan) {
-  for (size_t i = 0; i < plan.ops.size(); ++i) {
-    if (state.rules[plan.rules[i]].shadow || plan.ops[i].cost <= 0) continue;
-    const int64_t retry_ms = state.options.over_limit_cache->RetryMs(plan.ops[i].key);
-    if (retry_ms <= 0) continue;
-    Decision decision =
-        CombineVerdicts({{plan.rules[i], false, 0, retry_ms, false, false, plan.limits[i]}});
-    decision.from_cache = true;
-    return decision;
-  }
-  return std::nullopt;
-}
-
-// `done`, after remembering in the over-limit cache each enforced bucket the store rejected.
-DecisionCallback RememberingRejections(const Limiter::State& state, const Plan& plan,
-                                       DecisionCallback done) {
-  std::vector<std::pair<size_t, std::string>> keys;  // rule -> its bucket's key
-  keys.reserve(plan.ops.size());
-  for (size_t i = 0; i < plan.ops.size(); ++i) keys.emplace_back(plan.rules[i], plan.ops[i].key);
-  return [cache = state.options.over_limit_cache, keys = std::move(keys),
-          done = std::move(done)](Decision decision) {
-    for (const RuleVerdict& v : decision.verdicts) {
-      if (!decision.checked || v.allowed || v.shadow) continue;
-      for (const auto& [rule, key] : keys) {
-        if (rule == v.rule) cache->Remember(key, v.retry_ms);
-      }
-    }
-    done(std::move(decision));
-  };
+// The rate limit rules' decision from their charges: the failure policy's when the store failed.
+Decision DecisionOf(Limiter::State& state, const Plan& plan, const Charges& charges) {
+  if (charges.fell_back_to_refund) state.refund_fallbacks.fetch_add(1, std::memory_order_relaxed);
+  if (charges.refund_failed) state.store_errors.fetch_add(1, std::memory_order_relaxed);
+  Decision decision = charges.error.ok() ? CombineVerdicts(ToVerdicts(state.rules, plan, charges))
+                                         : state.ByPolicy(charges.error);
+  decision.from_cache = charges.from_cache;
+  decision.fell_back_to_refund = charges.fell_back_to_refund;
+  return decision;
 }
 
 // The verdict of a durable rule from its quota's reply: what is left, the window's length as the
@@ -225,21 +110,21 @@ RuleVerdict QuotaVerdict(const Rule& rule, const QuotaOp& op, size_t index,
 // The spent-quota memory's decision for `plan`: rejected by the first enforced durable rule whose
 // quota the store knows to be spent; none when the store must be asked.
 std::optional<Decision> SpentQuota(const Limiter::State& state, const Plan& plan) {
-  const QuotaPlan& quotas = plan.quotas;
-  for (size_t i = 0; i < quotas.ops.size(); ++i) {
-    if (!quotas.ops[i].enforced || quotas.ops[i].cost <= 0) continue;
-    std::optional<QuotaReply> known = state.options.quota_store->KnownRejection(quotas.ops[i]);
+  for (size_t i = 0; i < plan.quota_ops.size(); ++i) {
+    const QuotaOp& op = plan.quota_ops[i];
+    if (!op.enforced || op.cost <= 0) continue;
+    std::optional<QuotaReply> known = state.options.quota_store->KnownRejection(op);
     if (!known) continue;
-    const size_t rule = quotas.rules[i];
-    Decision decision =
-        CombineVerdicts({QuotaVerdict(state.rules[rule], quotas.ops[i], rule, *known)});
+    const size_t rule = plan.quota_rules[i];
+    Decision decision = CombineVerdicts({QuotaVerdict(state.rules[rule], op, rule, *known)});
     decision.from_cache = true;
     return decision;
   }
   return std::nullopt;
 }
 
-// The rate limit rules' decision with the quotas' verdicts among them, in rule order.
+// The rate limit rules' decision with the quotas' verdicts among them, in rule order; a quota
+// store failure's decision stands.
 Decision WithQuotaVerdicts(Decision decision, std::vector<RuleVerdict> quota_verdicts) {
   std::vector<RuleVerdict> verdicts = std::move(decision.verdicts);
   verdicts.insert(verdicts.end(), quota_verdicts.begin(), quota_verdicts.end());
@@ -249,65 +134,86 @@ Decision WithQuotaVerdicts(Decision decision, std::vector<RuleVerdict> quota_ver
   combined.checked = decision.checked;
   combined.error = std::move(decision.error);
   combined.fell_back_to_refund = decision.fell_back_to_refund;
+  if (decision.quota_failed) {
+    combined.quota_failed = true;
+    combined.allowed = decision.allowed;
+  }
   return combined;
+}
+
+// The quotas' verdicts from the quota store's replies, one per quota op; none when it failed or
+// answered for other quotas, and then `decision` is the quota failure policy's.
+std::vector<RuleVerdict> QuotaVerdicts(Limiter::State& state, const Plan& plan,
+                                       const Result<std::vector<QuotaReply>>& replies,
+                                       Decision& decision) {
+  std::vector<RuleVerdict> verdicts;
+  if (replies.ok() && replies->size() == plan.quota_ops.size()) {
+    for (size_t i = 0; i < plan.quota_ops.size(); ++i) {
+      const size_t rule = plan.quota_rules[i];
+      verdicts.push_back(QuotaVerdict(state.rules[rule], plan.quota_ops[i], rule, (*replies)[i]));
+    }
+    return verdicts;
+  }
+  state.quota_errors.fetch_add(1, std::memory_order_relaxed);
+  state.failure_policy.fetch_add(1, std::memory_order_relaxed);
+  decision.checked = false;
+  decision.quota_failed = true;
+  decision.error = replies.ok() ? Status::StoreError("the quota store answered for other quotas")
+                                : replies.status();
+  decision.allowed = state.options.quota_failure == FailurePolicy::kOpen;
+  return verdicts;
+}
+
+// Whether the quotas refuse a request its rate limit rules allowed.
+bool QuotasRefuse(const Decision& decision, const std::vector<RuleVerdict>& verdicts) {
+  if (decision.quota_failed) return !decision.allowed;
+  return std::any_of(verdicts.begin(), verdicts.end(),
+                     [](const RuleVerdict& v) { return !v.allowed && !v.shadow; });
+}
+
+// Gives back what the rate limit rules took, then hands on `decision` with the verdicts given
+// back marked uncharged (they match the plan's ops one to one: the rules allowed, so each was
+// asked).
+void GiveBackRateTokens(const StatePtr& state, const std::shared_ptr<const Plan>& plan,
+                        Charges charges, Decision decision, DecisionCallback done) {
+  GiveBack(state->store, plan->ops, std::move(charges),
+           [state, decision = std::move(decision),
+            done = std::move(done)](const Charges& given) mutable {
+             if (given.refund_failed) state->store_errors.fetch_add(1, std::memory_order_relaxed);
+             assert(decision.verdicts.size() == given.ops.size());
+             for (size_t i = 0; i < decision.verdicts.size() && i < given.ops.size(); ++i) {
+               decision.verdicts[i].charged = given.ops[i].charged;
+             }
+             done(std::move(decision));
+           });
 }
 
 // What follows the rate limit rules' decision when the request has durable rules: a rejected
 // request is done (no quota spent); an allowed one takes its quotas, in one atomic take. When a
 // quota rejects it (or the quota store fails and its policy is closed), the rate limit rules'
-// tokens follow the policy: given back under refund and all-or-nothing. `rate_ops` are the rate
-// limit rules' ops, which the decision's verdicts match one to one.
-DecisionCallback ThenQuotas(const StatePtr& state, QuotaPlan quotas, std::vector<BucketOp> rate_ops,
-                            DecisionCallback done) {
-  return [state, quotas = std::move(quotas), rate_ops = std::move(rate_ops),
-          done = std::move(done)](Decision decision) mutable {
-    if (!decision.allowed) return state->Finish(std::move(decision), done);
-    std::vector<QuotaOp> ops = quotas.ops;  // kept for the verdicts
-    state->options.quota_store->Take(
-        std::move(ops), [state, quotas = std::move(quotas), rate_ops = std::move(rate_ops),
-                         decision = std::move(decision),
-                         done = std::move(done)](Result<std::vector<QuotaReply>> replies) mutable {
-          std::vector<RuleVerdict> verdicts;
-          if (replies.ok() && replies->size() == quotas.ops.size()) {
-            for (size_t i = 0; i < quotas.ops.size(); ++i) {
-              const size_t rule = quotas.rules[i];
-              verdicts.push_back(
-                  QuotaVerdict(state->rules[rule], quotas.ops[i], rule, (*replies)[i]));
-            }
-          } else {
-            state->quota_errors.fetch_add(1, std::memory_order_relaxed);
-            state->failure_policy.fetch_add(1, std::memory_order_relaxed);
-            decision.checked = false;
-            decision.quota_failed = true;
-            decision.error = replies.ok()
-                                 ? Status::StoreError("the quota store answered for other quotas")
-                                 : replies.status();
-            decision.allowed = state->options.quota_failure == FailurePolicy::kOpen;
-          }
-          const bool rejected =
-              decision.quota_failed
-                  ? !decision.allowed
-                  : std::any_of(verdicts.begin(), verdicts.end(),
-                                [](const RuleVerdict& v) { return !v.allowed && !v.shadow; });
-          auto finish = [state, verdicts = std::move(verdicts),
-                         done = std::move(done)](Decision rate_decision) mutable {
-            const bool failed = rate_decision.quota_failed;
-            const bool allowed = rate_decision.allowed;
-            Decision final = WithQuotaVerdicts(std::move(rate_decision), std::move(verdicts));
-            if (failed) {
-              final.quota_failed = true;
-              final.allowed = allowed;
-            }
-            state->Finish(std::move(final), done);
-          };
-          const MultiRulePolicy policy = state->options.policy;
-          if (rejected &&
-              (policy == MultiRulePolicy::kRefund || policy == MultiRulePolicy::kAllOrNothing)) {
-            return RefundCharged(state, rate_ops, std::move(decision), std::move(finish));
-          }
-          finish(std::move(decision));
-        });
-  };
+// tokens follow the policy: given back under refund and all-or-nothing.
+void ThenQuotas(const StatePtr& state, const std::shared_ptr<const Plan>& plan, Charges charges,
+                Decision decision, DecisionCallback done) {
+  if (!decision.allowed) return state->Finish(std::move(decision), done);
+  std::vector<QuotaOp> ops = plan->quota_ops;  // the plan keeps its own for the verdicts
+  state->options.quota_store->Take(
+      std::move(ops),
+      [state, plan, charges = std::move(charges), decision = std::move(decision),
+       done = std::move(done)](const Result<std::vector<QuotaReply>>& replies) mutable {
+        std::vector<RuleVerdict> verdicts = QuotaVerdicts(*state, *plan, replies, decision);
+        const bool refused = QuotasRefuse(decision, verdicts);
+        auto finish = [state, verdicts = std::move(verdicts),
+                       done = std::move(done)](Decision rate_decision) mutable {
+          state->Finish(WithQuotaVerdicts(std::move(rate_decision), std::move(verdicts)), done);
+        };
+        const MultiRulePolicy policy = state->options.policy;
+        if (refused &&
+            (policy == MultiRulePolicy::kRefund || policy == MultiRulePolicy::kAllOrNothing)) {
+          return GiveBackRateTokens(state, plan, std::move(charges), std::move(decision),
+                                    std::move(finish));
+        }
+        finish(std::move(decision));
+      });
 }
 
 // Each algorithm's buckets have keys of their own: a rule that changes algorithm starts afresh
@@ -350,10 +256,10 @@ Result<Plan> MakePlan(const Limiter::State& state, const Request& request,
         return Status::InvalidArgument("attribute \"" + rule.attribute +
                                        "\": " + key.status().message());
       }
-      plan.quotas.ops.push_back({std::string(rule.BucketName()), *value,
-                                 rule.LimitFor(*value).capacity, *cost, WindowOf(rule),
-                                 !rule.shadow});
-      plan.quotas.rules.push_back(i);
+      plan.quota_ops.push_back({std::string(rule.BucketName()), *value,
+                                rule.LimitFor(*value).capacity, *cost, WindowOf(rule),
+                                !rule.shadow});
+      plan.quota_rules.push_back(i);
       continue;
     }
     Result<std::string> key = BucketKey(state.options.key_prefix + AlgorithmPrefix(rule.algorithm),
@@ -421,6 +327,8 @@ Result<std::unique_ptr<Limiter>> Limiter::Create(std::vector<Rule> rules, Limite
   state->rules = std::move(rules);
   state->options = std::move(options);
   state->store = std::move(store);
+  state->charge_rules.policy = state->options.policy;
+  state->charge_rules.over_limit_cache = state->options.over_limit_cache;
   return std::unique_ptr<Limiter>(new Limiter(std::move(state)));
 }
 
@@ -429,83 +337,69 @@ Limiter::~Limiter() = default;
 
 void Limiter::Check(const Request& request, DecisionCallback done) const {
   state_->checks.fetch_add(1, std::memory_order_relaxed);
-  Result<Plan> plan = MakePlan(*state_, request);
-  if (!plan.ok()) {
+  Result<Plan> planned = MakePlan(*state_, request);
+  if (!planned.ok()) {
     state_->invalid_requests.fetch_add(1, std::memory_order_relaxed);
     Decision decision;
     decision.allowed = false;
     decision.checked = false;
-    decision.error = plan.status();
+    decision.error = planned.status();
     return state_->Finish(std::move(decision), done);
   }
-  if (plan->ops.empty() && plan->quotas.ops.empty()) {
+  if (planned->ops.empty() && planned->quota_ops.empty()) {
     return state_->Finish(CombineVerdicts({}), done);
   }
-  if (!plan->quotas.ops.empty()) {
-    if (std::optional<Decision> spent = SpentQuota(*state_, *plan)) {
+  if (!planned->quota_ops.empty()) {
+    if (std::optional<Decision> spent = SpentQuota(*state_, *planned)) {
       state_->quota_cache_rejections.fetch_add(1, std::memory_order_relaxed);
       return state_->Finish(std::move(spent).value(), done);
     }
   }
-  if (state_->options.over_limit_cache) {
-    if (std::optional<Decision> cached = CachedRejection(*state_, *plan)) {
-      state_->cache_rejections.fetch_add(1, std::memory_order_relaxed);
-      return state_->Finish(std::move(cached).value(), done);
-    }
+  auto plan = std::make_shared<Plan>(std::move(planned).value());
+  Charges known = FromCache(plan->ops, state_->charge_rules);
+  if (known.from_cache) {
+    state_->cache_rejections.fetch_add(1, std::memory_order_relaxed);
+    return state_->Finish(DecisionOf(*state_, *plan, known), done);
   }
   // The decision is counted once, when it is final: after the quotas, when there are any.
-  if (plan->quotas.ops.empty()) {
-    done = [state = state_, done = std::move(done)](Decision decision) {
-      state->Finish(std::move(decision), done);
-    };
-  } else {
-    done = ThenQuotas(state_, std::move(plan->quotas), plan->ops, std::move(done));
-  }
-  if (state_->options.over_limit_cache) {
-    done = RememberingRejections(*state_, *plan, std::move(done));
-  }
-  if (plan->ops.empty()) return done(CombineVerdicts({}));
-
-  switch (state_->options.policy) {
-    case MultiRulePolicy::kChargeAll:
-      return ChargeAll(state_, std::move(plan).value(), std::move(done));
-    case MultiRulePolicy::kStopAtFirst: {
-      auto chain = std::make_shared<StopAtFirst>();
-      chain->state = state_;
-      chain->plan = std::move(plan).value();
-      chain->done = std::move(done);
-      return chain->Ask(0);
-    }
-    case MultiRulePolicy::kRefund:
-      return Refund(state_, std::move(plan).value(), std::move(done));
-    case MultiRulePolicy::kAllOrNothing:
-      return AllOrNothing(state_, std::move(plan).value(), std::move(done));
-  }
+  auto decided = [state = state_, plan, done = std::move(done)](Charges charges) mutable {
+    Decision decision = DecisionOf(*state, *plan, charges);
+    if (plan->quota_ops.empty()) return state->Finish(std::move(decision), done);
+    ThenQuotas(state, plan, std::move(charges), std::move(decision), std::move(done));
+  };
+  if (plan->ops.empty()) return decided(std::move(known));
+  // The ops go to the store without a copy unless the quotas may need their tokens given back.
+  std::vector<BucketOp> ops = plan->quota_ops.empty() ? std::move(plan->ops) : plan->ops;
+  Charge(state_->store, std::move(ops), state_->charge_rules, std::move(known), std::move(decided));
 }
 
 void Limiter::Report(const Request& request, const ReportedCost& cost,
                      DecisionCallback done) const {
-  Result<Plan> plan = MakePlan(*state_, request, &cost);
-  if (!plan.ok() || plan->ops.empty()) {
+  Result<Plan> planned = MakePlan(*state_, request, &cost);
+  if (!planned.ok() || planned->ops.empty()) {
     Decision decision = CombineVerdicts({});
-    if (!plan.ok()) {
+    if (!planned.ok()) {
       decision.checked = false;
-      decision.error = plan.status();
+      decision.error = planned.status();
     }
     return done(std::move(decision));
   }
-  std::vector<BucketOp> ops = std::move(plan->ops);
-  state_->store->Apply(std::move(ops),
-                       [state = state_, plan = std::move(plan).value(),
-                        done = std::move(done)](const Result<std::vector<BucketReply>>& replies) {
-                         if (replies.ok())
-                           return done(CombineVerdicts(ToVerdicts(state->rules, plan, *replies)));
-                         state->store_errors.fetch_add(1, std::memory_order_relaxed);
-                         Decision decision;
-                         decision.checked = false;
-                         decision.error = replies.status();
-                         done(std::move(decision));
-                       });
+  // A report is never refused: every bucket is charged, and the over-limit cache not asked.
+  const ChargeRules charge_all;
+  auto plan = std::make_shared<Plan>(std::move(planned).value());
+  Charges known = FromCache(plan->ops, charge_all);
+  std::vector<BucketOp> ops = std::move(plan->ops);  // the verdicts need only rules and limits
+  Charge(state_->store, std::move(ops), charge_all, std::move(known),
+         [state = state_, plan, done = std::move(done)](const Charges& charges) {
+           if (charges.error.ok()) {
+             return done(CombineVerdicts(ToVerdicts(state->rules, *plan, charges)));
+           }
+           state->store_errors.fetch_add(1, std::memory_order_relaxed);
+           Decision decision;
+           decision.checked = false;
+           decision.error = charges.error;
+           done(std::move(decision));
+         });
 }
 
 Decision Limiter::CheckBlocking(const Request& request) const {

@@ -9,7 +9,7 @@
 namespace sluice {
 namespace {
 
-Status CheckOp(const QuotaOp& op) {
+Status ValidateOp(const QuotaOp& op) {
   if (!IsPlainName(op.bucket, 64)) {
     return Status::InvalidArgument(
         "a quota's bucket must be a name of 1 to 64 letters, digits, "
@@ -47,7 +47,7 @@ Status ValidateQuotaOps(const std::vector<QuotaOp>& ops) {
   // One quota twice in a check would be judged twice against what was there before either.
   std::set<std::pair<std::string_view, std::string_view>> quotas;
   for (const QuotaOp& op : ops) {
-    if (Status s = CheckOp(op); !s.ok()) return s;
+    if (Status s = ValidateOp(op); !s.ok()) return s;
     if (!quotas.emplace(op.bucket, op.value).second) {
       return Status::InvalidArgument("quota " + op.bucket + ": named twice in one check");
     }

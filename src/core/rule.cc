@@ -13,7 +13,7 @@ namespace {
 constexpr double kMaxRefillMs = 10.0 * 366 * 24 * 3600 * 1000;
 
 // Names, attributes and bucket families end up in keys, headers and metrics: keep them plain.
-Status CheckName(std::string_view what, std::string_view value, size_t max_length) {
+Status ValidateName(std::string_view what, std::string_view value, size_t max_length) {
   if (value.empty()) return Status::InvalidArgument(std::string(what) + " is empty");
   if (value.size() > max_length) {
     return Status::InvalidArgument(std::string(what) + " is longer than " +
@@ -27,15 +27,15 @@ Status CheckName(std::string_view what, std::string_view value, size_t max_lengt
 }
 
 // "ip", "key", "tenant", or "header:NAME".
-Status CheckAttribute(std::string_view attribute) {
+Status ValidateAttribute(std::string_view attribute) {
   constexpr std::string_view kHeader = "header:";
   if (attribute.starts_with(kHeader)) {
-    return CheckName("header name", attribute.substr(kHeader.size()), 128);
+    return ValidateName("header name", attribute.substr(kHeader.size()), 128);
   }
-  return CheckName("attribute", attribute, 64);
+  return ValidateName("attribute", attribute, 64);
 }
 
-Status CheckRange(std::string_view what, int64_t value, int64_t low, int64_t high) {
+Status ValidateRange(std::string_view what, int64_t value, int64_t low, int64_t high) {
   if (value < low || value > high) {
     return Status::InvalidArgument(std::string(what) + " is " + std::to_string(value) +
                                    "; it must be between " + std::to_string(low) + " and " +
@@ -46,7 +46,7 @@ Status CheckRange(std::string_view what, int64_t value, int64_t low, int64_t hig
 
 // A fixed window allows `capacity` each `period` and has no separate refill rate: `tokens`, if
 // given, must say the same.
-Status CheckWindow(Algorithm algorithm, const Limit& limit) {
+Status ValidateWindow(Algorithm algorithm, const Limit& limit) {
   if (algorithm != Algorithm::kFixedWindow || limit.tokens == limit.capacity) return {};
   return Status::InvalidArgument("a fixed window allows capacity requests each period; tokens (" +
                                  std::to_string(limit.tokens) + ") must equal capacity (" +
@@ -55,15 +55,17 @@ Status CheckWindow(Algorithm algorithm, const Limit& limit) {
 
 // Local counts stand on the token bucket's arithmetic (a lease is a take of up to k tokens), and
 // their intervals must be short enough to bound an overshoot and long enough to save calls.
-Status CheckCounting(const LocalCounting& counting, Algorithm algorithm) {
+Status ValidateCounting(const LocalCounting& counting, Algorithm algorithm) {
   if (counting.mode == Counting::kShared) return {};
   if (algorithm != Algorithm::kTokenBucket) {
     return Status::InvalidArgument("synced and leased counting need the token-bucket algorithm");
   }
-  if (Status s = CheckRange("sync_interval", counting.sync_interval_ms, 10, 3'600'000); !s.ok()) {
+  if (Status s = ValidateRange("sync_interval", counting.sync_interval_ms, 10, 3'600'000);
+      !s.ok()) {
     return s;
   }
-  if (Status s = CheckRange("lease ttl", counting.lease_ttl_ms, 10, 3'600'000); !s.ok()) return s;
+  if (Status s = ValidateRange("lease ttl", counting.lease_ttl_ms, 10, 3'600'000); !s.ok())
+    return s;
   if (!(counting.lease_max_fraction > 0 && counting.lease_max_fraction <= 1)) {
     return Status::InvalidArgument("lease max_fraction must be more than 0 and at most 1");
   }
@@ -71,7 +73,7 @@ Status CheckCounting(const LocalCounting& counting, Algorithm algorithm) {
 }
 
 // A durable rule is a fixed window that the quota store keeps: what it cannot do is refused.
-Status CheckDurable(const Rule& rule) {
+Status ValidateDurable(const Rule& rule) {
   if (!rule.durable) {
     if (rule.calendar == CalendarPeriod::kNone) return {};
     return Status::InvalidArgument("a calendar period (day, week, month, year) needs durable");
@@ -143,9 +145,9 @@ int64_t LongestPeriodMs(CalendarPeriod period) {
 }
 
 Status Limit::Validate() const {
-  if (Status s = CheckRange("capacity", capacity, 1, kMaxCapacity); !s.ok()) return s;
-  if (Status s = CheckRange("tokens", tokens, 1, kMaxCapacity); !s.ok()) return s;
-  if (Status s = CheckRange("period", period_ms, 1, kMaxPeriodMs); !s.ok()) return s;
+  if (Status s = ValidateRange("capacity", capacity, 1, kMaxCapacity); !s.ok()) return s;
+  if (Status s = ValidateRange("tokens", tokens, 1, kMaxCapacity); !s.ok()) return s;
+  if (Status s = ValidateRange("period", period_ms, 1, kMaxPeriodMs); !s.ok()) return s;
   const double refill_ms =
       static_cast<double>(capacity) * static_cast<double>(period_ms) / static_cast<double>(tokens);
   if (refill_ms > kMaxRefillMs) {
@@ -171,26 +173,26 @@ Status Rule::Validate() const {
   auto in_rule = [this](const Status& s) {
     return Status::InvalidArgument("rule \"" + name + "\": " + s.message());
   };
-  if (Status s = CheckName("rule name", name, 128); !s.ok()) return s;
-  if (Status s = CheckAttribute(attribute); !s.ok()) return in_rule(s);
+  if (Status s = ValidateName("rule name", name, 128); !s.ok()) return s;
+  if (Status s = ValidateAttribute(attribute); !s.ok()) return in_rule(s);
   if (!bucket.empty()) {
-    if (Status s = CheckName("bucket", bucket, 64); !s.ok()) return in_rule(s);
+    if (Status s = ValidateName("bucket", bucket, 64); !s.ok()) return in_rule(s);
   }
   if (Status s = limit.Validate(); !s.ok()) return in_rule(s);
-  if (Status s = CheckWindow(algorithm, limit); !s.ok()) return in_rule(s);
-  if (Status s = CheckRange("cost", cost, 0, limit.capacity); !s.ok()) return in_rule(s);
-  if (Status s = CheckRange("wait replicas", wait.replicas, 0, 64); !s.ok()) return in_rule(s);
-  if (Status s = CheckRange("wait timeout_ms", wait.timeout_ms, 0, 10'000); !s.ok()) {
+  if (Status s = ValidateWindow(algorithm, limit); !s.ok()) return in_rule(s);
+  if (Status s = ValidateRange("cost", cost, 0, limit.capacity); !s.ok()) return in_rule(s);
+  if (Status s = ValidateRange("wait replicas", wait.replicas, 0, 64); !s.ok()) return in_rule(s);
+  if (Status s = ValidateRange("wait timeout_ms", wait.timeout_ms, 0, 10'000); !s.ok()) {
     return in_rule(s);
   }
-  if (Status s = CheckCounting(counting, algorithm); !s.ok()) return in_rule(s);
+  if (Status s = ValidateCounting(counting, algorithm); !s.ok()) return in_rule(s);
   if (CostReported() &&
       (algorithm != Algorithm::kTokenBucket || counting.mode != Counting::kShared)) {
     return in_rule(Status::InvalidArgument(
         "a cost reported after the fact needs a token bucket counted in the store (it may go "
         "into debt)"));
   }
-  if (Status s = CheckDurable(*this); !s.ok()) return in_rule(s);
+  if (Status s = ValidateDurable(*this); !s.ok()) return in_rule(s);
   if (wait.replicas > 0 && wait.timeout_ms == 0) {
     return in_rule(
         Status::InvalidArgument("a wait for replicas needs a timeout (0 waits forever)"));
@@ -200,8 +202,8 @@ Status Rule::Validate() const {
       return in_rule(Status::InvalidArgument("override \"" + value + "\": " + s.message()));
     };
     if (Status s = override_limit.Validate(); !s.ok()) return in_override(s);
-    if (Status s = CheckWindow(algorithm, override_limit); !s.ok()) return in_override(s);
-    if (Status s = CheckRange("cost", cost, 0, override_limit.capacity); !s.ok()) {
+    if (Status s = ValidateWindow(algorithm, override_limit); !s.ok()) return in_override(s);
+    if (Status s = ValidateRange("cost", cost, 0, override_limit.capacity); !s.ok()) {
       return in_override(s);
     }
   }

@@ -157,9 +157,9 @@ void CollectNames(const std::vector<DescriptorNode>& nodes, std::set<std::string
 }
 
 // `replaces` must name another limit of the same domain. The message cannot give a line: the
-// tree no longer holds the YAML, so it names the limit instead.
-void CheckReplaces(const std::vector<DescriptorNode>& nodes, const std::set<std::string>& names,
-                   const std::string& source) {
+// tree is checked once the YAML is parsed and gone, so it names the limit instead.
+void ValidateReplaces(const std::vector<DescriptorNode>& nodes, const std::set<std::string>& names,
+                      const std::string& source) {
   for (const DescriptorNode& node : nodes) {
     if (node.rate_limit) {
       for (const std::string& replaced : node.rate_limit->replaces) {
@@ -169,7 +169,7 @@ void CheckReplaces(const std::vector<DescriptorNode>& nodes, const std::set<std:
         if (!names.contains(replaced)) throw YamlError{where + "names no rate limit of the domain"};
       }
     }
-    CheckReplaces(node.descriptors, names, source);
+    ValidateReplaces(node.descriptors, names, source);
   }
 }
 
@@ -193,7 +193,7 @@ DomainConfig Parse(const YamlField& root, const std::string& source) {
     config.descriptors = ParseDescriptors(fields.at("descriptors"));
   std::set<std::string> names;
   CollectNames(config.descriptors, names);
-  CheckReplaces(config.descriptors, names, source);
+  ValidateReplaces(config.descriptors, names, source);
   SetPaths(config.descriptors, "");
   return config;
 }

@@ -66,9 +66,9 @@ Status FrontEnd::Listen(const config::RlsConfig& rls, http::EventLoops& loops,
   return {};
 }
 
-void FrontEnd::Apply(std::shared_ptr<const DescriptorMatcher> matcher,
-                     const config::Config& config) {
-  service_->Apply(std::move(matcher), OptionsOf(config));
+void FrontEnd::Reconfigure(std::shared_ptr<const DescriptorMatcher> matcher,
+                           const config::Config& config) {
+  service_->Reconfigure(std::move(matcher), OptionsOf(config));
 }
 
 void FrontEnd::BeginDrain(std::chrono::milliseconds timeout) {

@@ -36,7 +36,7 @@ class FrontEnd {
   Status Listen(const config::RlsConfig& rls, http::EventLoops& loops, http::ServerLimits limits);
 
   // Puts descriptors loaded by LoadMatcher, and the options of `config`, in force.
-  void Apply(std::shared_ptr<const DescriptorMatcher> matcher, const config::Config& config);
+  void Reconfigure(std::shared_ptr<const DescriptorMatcher> matcher, const config::Config& config);
 
   // Stops taking calls; calls in flight get `timeout`.
   void BeginDrain(std::chrono::milliseconds timeout);

@@ -185,29 +185,10 @@ class CommonResponseWriter {
         !Enum(first, "overallCode", RateLimitResponse::Code_Name(response.overall_code()))) {
       return false;
     }
-    if (response.statuses_size() > 0) {
-      Name(first, "statuses");
-      out_.push_back('[');
-      for (int i = 0; i < response.statuses_size(); ++i) {
-        if (i > 0) out_.push_back(',');
-        if (!WriteStatus(response.statuses(i))) return false;
-      }
-      out_.push_back(']');
-    }
-    if (response.response_headers_to_add_size() > 0) {
-      Name(first, "responseHeadersToAdd");
-      out_.push_back('[');
-      for (int i = 0; i < response.response_headers_to_add_size(); ++i) {
-        const auto& header = response.response_headers_to_add(i);
-        if (!header.raw_value().empty()) return false;
-        if (i > 0) out_.push_back(',');
-        out_.push_back('{');
-        bool first_field = true;
-        if (!header.key().empty() && !Text(first_field, "key", header.key())) return false;
-        if (!header.value().empty() && !Text(first_field, "value", header.value())) return false;
-        out_.push_back('}');
-      }
-      out_.push_back(']');
+    if (!WriteList(first, "statuses", response.statuses(), &CommonResponseWriter::WriteStatus) ||
+        !WriteList(first, "responseHeadersToAdd", response.response_headers_to_add(),
+                   &CommonResponseWriter::WriteHeader)) {
+      return false;
     }
     out_.push_back('}');
     return true;
@@ -216,6 +197,30 @@ class CommonResponseWriter {
   std::string Take() { return std::move(out_); }
 
  private:
+  // A repeated field, each element by `write`; left out when empty.
+  template <typename Elements, typename WriteElement>
+  bool WriteList(bool& first, std::string_view name, const Elements& elements, WriteElement write) {
+    if (elements.empty()) return true;
+    Name(first, name);
+    out_.push_back('[');
+    for (int i = 0; i < elements.size(); ++i) {
+      if (i > 0) out_.push_back(',');
+      if (!(this->*write)(elements.Get(i))) return false;
+    }
+    out_.push_back(']');
+    return true;
+  }
+
+  bool WriteHeader(const envoy::config::core::v3::HeaderValue& header) {
+    if (!header.raw_value().empty()) return false;
+    out_.push_back('{');
+    bool first = true;
+    if (!header.key().empty() && !Text(first, "key", header.key())) return false;
+    if (!header.value().empty() && !Text(first, "value", header.value())) return false;
+    out_.push_back('}');
+    return true;
+  }
+
   bool WriteStatus(const RateLimitResponse::DescriptorStatus& status) {
     if (status.has_quota()) return false;
     out_.push_back('{');
@@ -223,25 +228,28 @@ class CommonResponseWriter {
     if (status.code() != 0 && !Enum(first, "code", RateLimitResponse::Code_Name(status.code()))) {
       return false;
     }
-    if (status.has_current_limit()) {
-      const RateLimitResponse::RateLimit& limit = status.current_limit();
-      Name(first, "currentLimit");
-      out_.push_back('{');
-      bool first_field = true;
-      if (limit.requests_per_unit() != 0)
-        Number(first_field, "requestsPerUnit", limit.requests_per_unit());
-      if (limit.unit() != 0 &&
-          !Enum(first_field, "unit", RateLimitResponse::RateLimit::Unit_Name(limit.unit()))) {
-        return false;
-      }
-      if (!limit.name().empty() && !Text(first_field, "name", limit.name())) return false;
-      out_.push_back('}');
-    }
+    if (status.has_current_limit() && !WriteLimit(first, status.current_limit())) return false;
     if (status.limit_remaining() != 0) Number(first, "limitRemaining", status.limit_remaining());
     if (status.has_duration_until_reset() &&
         !Duration(first, "durationUntilReset", status.duration_until_reset())) {
       return false;
     }
+    out_.push_back('}');
+    return true;
+  }
+
+  bool WriteLimit(bool& first, const RateLimitResponse::RateLimit& limit) {
+    Name(first, "currentLimit");
+    out_.push_back('{');
+    bool first_field = true;
+    if (limit.requests_per_unit() != 0) {
+      Number(first_field, "requestsPerUnit", limit.requests_per_unit());
+    }
+    if (limit.unit() != 0 &&
+        !Enum(first_field, "unit", RateLimitResponse::RateLimit::Unit_Name(limit.unit()))) {
+      return false;
+    }
+    if (!limit.name().empty() && !Text(first_field, "name", limit.name())) return false;
     out_.push_back('}');
     return true;
   }

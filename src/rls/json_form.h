@@ -3,7 +3,8 @@
 // more than the rest of a call together, so the forms every caller sends and every answer takes
 // are read and written here directly; anything else (other fields, escapes beyond the simple
 // ones, non-ASCII text, numbers in other spellings, duplicate keys, malformed JSON) goes to
-// protobuf's converter, which gives the same message, or its error, as before.
+// protobuf's converter, so that a caller gets the message, or the error, protobuf's mapping
+// defines whichever way its JSON is spelled.
 #pragma once
 
 #include <string>

@@ -10,14 +10,14 @@
 namespace sluice::rls {
 namespace {
 
-using Kind = PlannedDescriptor::Kind;
+using Kind = MatchedDescriptor::Kind;
 
 void Add(std::atomic<uint64_t>& counter, uint64_t n) {
   if (n > 0) counter.fetch_add(n, std::memory_order_relaxed);
 }
 
 // What the limit had used before the call, from the bucket's reply.
-int64_t UsedBefore(const PlannedDescriptor& p, const BucketReply& reply) {
+int64_t UsedBefore(const MatchedDescriptor& p, const BucketReply& reply) {
   const auto limit = static_cast<int64_t>(p.limit.requests_per_unit);
   if (reply.allowed) return limit - reply.remaining - p.hits;
   const double per_ms = static_cast<double>(limit) / static_cast<double>(p.limit.PeriodMs());
@@ -30,7 +30,7 @@ int64_t UsedBefore(const PlannedDescriptor& p, const BucketReply& reply) {
 }  // namespace
 
 LimitCounters* LimitStats::For(const std::string& domain, const std::string& limit) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   std::unique_ptr<LimitCounters>& counters = limits_[{domain, limit}];
   if (!counters) counters = std::make_unique<LimitCounters>();
   return counters.get();
@@ -59,7 +59,7 @@ std::string LimitStats::Render() const {
   };
   std::vector<std::pair<std::string, const LimitCounters*>> limits;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     for (const auto& [key, counters] : limits_) {
       limits.emplace_back(fmt::format(R"(domain="{}",limit="{}")", http::LabelValue(key.first),
                                       http::LabelValue(key.second)),
@@ -79,10 +79,9 @@ std::string LimitStats::Render() const {
 }
 
 void CountCall(const Plan& plan, const std::vector<LimitCounters*>& counters,
-               const std::vector<std::optional<size_t>>& sent_at,
-               const std::vector<BucketReply>& replies, double near_ratio) {
+               const Charges& charges, const std::vector<BucketReply>& replies, double near_ratio) {
   for (size_t i = 0; i < plan.descriptors.size(); ++i) {
-    const PlannedDescriptor& p = plan.descriptors[i];
+    const MatchedDescriptor& p = plan.descriptors[i];
     LimitCounters* c = counters[i];
     if (c == nullptr || p.kind != Kind::kLimited) continue;
     const auto hits = static_cast<uint64_t>(p.hits);
@@ -92,12 +91,12 @@ void CountCall(const Plan& plan, const std::vector<LimitCounters*>& counters,
       if (p.shadow) Add(c->shadow_mode, hits);
       continue;
     }
-    if (!sent_at[*p.op]) {
+    if (charges.ops[*p.op].from_cache) {
       Add(c->over_limit, hits);
       Add(c->over_limit_with_local_cache, hits);
       continue;
     }
-    const BucketReply& reply = replies[*sent_at[*p.op]];
+    const BucketReply& reply = replies[*p.op];
     const http::LimitUsage usage =
         http::CountUsage(p.limit.requests_per_unit, near_ratio, UsedBefore(p, reply), p.hits);
     Add(c->within_limit, usage.within);

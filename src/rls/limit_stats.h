@@ -7,13 +7,15 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/charging.h"
 #include "rls/rate_limit_plan.h"
+#include "sluice/mutex.h"
+#include "sluice/thread_annotations.h"
 #include "sluice/token_bucket.h"
 
 namespace sluice::rls {
@@ -36,25 +38,25 @@ inline constexpr const char* kRequestLimitLabel = "_request";
 class LimitStats {
  public:
   // The counters of (`domain`, `limit`), made on first use; valid as long as the stats are.
-  LimitCounters* For(const std::string& domain, const std::string& limit);
+  LimitCounters* For(const std::string& domain, const std::string& limit) EXCLUDES(mutex_);
 
   // The six families, sluice_rls_hits_total and the rest, in Prometheus's text format.
-  std::string Render() const;
+  std::string Render() const EXCLUDES(mutex_);
 
  private:
-  mutable std::mutex mutex_;  // guards the map, not the counters
-  std::map<std::pair<std::string, std::string>, std::unique_ptr<LimitCounters>> limits_;
+  mutable Mutex mutex_;  // the map's; the counters are atomic, and live as long as the stats
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<LimitCounters>> limits_
+      GUARDED_BY(mutex_);
 };
 
 // How one call's descriptors count. `counters[i]` is descriptor i's (null: not counted);
-// `sent_at[k]` is plan op k's place in `replies`, the store's answers, or none when the
-// over-limit cache answered it. Hits within the limit and near it come from the reply's
+// `charges` says what became of each plan op (answered by the over-limit cache, or by the store),
+// `replies[k]` what plan op k answered. Hits within the limit and near it come from the reply's
 // `remaining` (the bucket's requests left after the call, so used before = limit - remaining -
 // hits); a call over the limit leaves the bucket in debt with nothing left, so its use comes
 // from `reset_ms` (the time until the bucket is full again, at limit per period).
 void CountCall(const Plan& plan, const std::vector<LimitCounters*>& counters,
-               const std::vector<std::optional<size_t>>& sent_at,
-               const std::vector<BucketReply>& replies, double near_ratio);
+               const Charges& charges, const std::vector<BucketReply>& replies, double near_ratio);
 
 // A call the store could not answer: only its hits count.
 void CountUnchecked(const Plan& plan, const std::vector<LimitCounters*>& counters);

@@ -10,7 +10,7 @@
 namespace sluice::rls {
 namespace {
 
-using Kind = PlannedDescriptor::Kind;
+using Kind = MatchedDescriptor::Kind;
 using Descriptor = envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
 
 // A part of a key, percent-encoded as bucket keys encode values, so that it holds no ':' or '='
@@ -81,14 +81,14 @@ int64_t CostOf(const Descriptor& descriptor, const RateLimitRequest& request) {
 }
 
 // Drops the limits that another matched limit replaces.
-void ApplyReplaces(std::vector<PlannedDescriptor>& planned) {
+void DropReplacedLimits(std::vector<MatchedDescriptor>& planned) {
   std::set<std::string> replaced;
-  for (const PlannedDescriptor& p : planned) {
+  for (const MatchedDescriptor& p : planned) {
     replaced.insert(p.limit.replaces.begin(), p.limit.replaces.end());
   }
-  for (PlannedDescriptor& p : planned) {
+  for (MatchedDescriptor& p : planned) {
     if (p.kind != Kind::kNoLimit && !p.limit.name.empty() && replaced.contains(p.limit.name)) {
-      p = PlannedDescriptor{};
+      p = MatchedDescriptor{};
     }
   }
 }
@@ -100,7 +100,7 @@ struct Verdict {
   int64_t reset_ms = 0;
 };
 
-void SetStatus(RateLimitResponse::DescriptorStatus& status, const PlannedDescriptor& p,
+void SetStatus(RateLimitResponse::DescriptorStatus& status, const MatchedDescriptor& p,
                const Verdict& verdict) {
   status.set_code(verdict.over && !p.shadow && !p.quota_mode ? RateLimitResponse::OVER_LIMIT
                                                              : RateLimitResponse::OK);
@@ -127,7 +127,7 @@ RateLimitResponse StatusesOf(const Plan& plan, const std::vector<Verdict>& verdi
   bool quotas = false;
   bool every_quota_over = true;
   for (size_t i = 0; i < plan.descriptors.size(); ++i) {
-    const PlannedDescriptor& p = plan.descriptors[i];
+    const MatchedDescriptor& p = plan.descriptors[i];
     SetStatus(*response.add_statuses(), p, verdicts[i]);
     if (p.kind == Kind::kLimited && p.quota_mode && !p.shadow) {
       quotas = true;
@@ -135,7 +135,7 @@ RateLimitResponse StatusesOf(const Plan& plan, const std::vector<Verdict>& verdi
     }
   }
   for (size_t i = 0; quotas && every_quota_over && i < plan.descriptors.size(); ++i) {
-    const PlannedDescriptor& p = plan.descriptors[i];
+    const MatchedDescriptor& p = plan.descriptors[i];
     if (p.kind == Kind::kLimited && p.quota_mode && !p.shadow) {
       response.mutable_statuses(static_cast<int>(i))->set_code(RateLimitResponse::OVER_LIMIT);
     }
@@ -147,18 +147,21 @@ RateLimitResponse StatusesOf(const Plan& plan, const std::vector<Verdict>& verdi
   return response;
 }
 
+// Whether the headers describe `status` rather than `chosen`, the one before it they would
+// describe: a later one over the limit wins, else one with fewer requests left.
+bool OutranksForHeaders(const RateLimitResponse::DescriptorStatus& status,
+                        const RateLimitResponse::DescriptorStatus* chosen) {
+  if (status.code() == RateLimitResponse::OVER_LIMIT || chosen == nullptr) return true;
+  return chosen->code() != RateLimitResponse::OVER_LIMIT &&
+         status.limit_remaining() < chosen->limit_remaining();
+}
+
 // The descriptor envoyproxy/ratelimit describes in its headers: the last one over the limit,
 // else the first with the fewest requests left.
 const RateLimitResponse::DescriptorStatus* HeaderDescriptor(const RateLimitResponse& response) {
   const RateLimitResponse::DescriptorStatus* chosen = nullptr;
   for (const auto& status : response.statuses()) {
-    if (!status.has_current_limit()) continue;
-    if (status.code() == RateLimitResponse::OVER_LIMIT) {
-      chosen = &status;
-    } else if (chosen == nullptr || (chosen->code() != RateLimitResponse::OVER_LIMIT &&
-                                     status.limit_remaining() < chosen->limit_remaining())) {
-      chosen = &status;
-    }
+    if (status.has_current_limit() && OutranksForHeaders(status, chosen)) chosen = &status;
   }
   return chosen;
 }
@@ -199,7 +202,7 @@ Result<Plan> PlanRequest(const DescriptorMatcher& matcher, const RateLimitReques
   plan.descriptors.resize(request.descriptors_size());
   for (int i = 0; i < request.descriptors_size(); ++i) {
     const Descriptor& descriptor = request.descriptors(i);
-    PlannedDescriptor& planned = plan.descriptors[i];
+    MatchedDescriptor& planned = plan.descriptors[i];
     std::optional<RateLimitPolicy> own_limit = OwnLimit(descriptor);
     if (own_limit && matcher.HasDomain(request.domain())) {
       planned = {Kind::kLimited, *own_limit, false,   quota_mode,
@@ -217,9 +220,9 @@ Result<Plan> PlanRequest(const DescriptorMatcher& matcher, const RateLimitReques
       counted[i] = std::move(match->counted);
     }
   }
-  ApplyReplaces(plan.descriptors);
+  DropReplacedLimits(plan.descriptors);
   for (int i = 0; i < request.descriptors_size(); ++i) {
-    PlannedDescriptor& planned = plan.descriptors[i];
+    MatchedDescriptor& planned = plan.descriptors[i];
     if (planned.kind != Kind::kLimited || planned.limit.requests_per_unit == 0) continue;
     Result<std::string> key =
         KeyOf(key_prefix, request.domain(), counted[i], own[i] ? &planned.limit : nullptr);
@@ -244,7 +247,7 @@ RateLimitResponse Respond(const Plan& plan, const std::vector<BucketReply>& repl
                           const std::optional<config::RlsHeaderNames>& headers) {
   std::vector<Verdict> verdicts;
   verdicts.reserve(plan.descriptors.size());
-  for (const PlannedDescriptor& p : plan.descriptors) {
+  for (const MatchedDescriptor& p : plan.descriptors) {
     if (!p.op) {  // no limit, unlimited, or a limit of 0: over whatever the call asks
       verdicts.push_back({p.kind == Kind::kLimited, 0, 0});
       continue;
@@ -257,7 +260,7 @@ RateLimitResponse Respond(const Plan& plan, const std::vector<BucketReply>& repl
   return response;
 }
 
-std::string LimitLabel(const Plan& plan, const PlannedDescriptor& descriptor) {
+std::string LimitLabel(const Plan& plan, const MatchedDescriptor& descriptor) {
   std::string label = plan.domain + "/";
   if (!descriptor.limit.name.empty()) return label + descriptor.limit.name;
   if (!descriptor.limit.path.empty()) return label + descriptor.limit.path;
@@ -270,7 +273,7 @@ std::string LimitLabel(const Plan& plan, const PlannedDescriptor& descriptor) {
 RateLimitResponse RespondUnchecked(const Plan& plan, bool allow) {
   std::vector<Verdict> verdicts;
   verdicts.reserve(plan.descriptors.size());
-  for (const PlannedDescriptor& p : plan.descriptors) {
+  for (const MatchedDescriptor& p : plan.descriptors) {
     const bool zero = p.kind == Kind::kLimited && !p.op;
     verdicts.push_back({p.kind == Kind::kLimited && (zero || !allow), 0, 0});
   }

@@ -21,7 +21,7 @@ using envoy::service::ratelimit::v3::RateLimitRequest;
 using envoy::service::ratelimit::v3::RateLimitResponse;
 
 // What one descriptor of the request was matched to.
-struct PlannedDescriptor {
+struct MatchedDescriptor {
   enum class Kind { kNoLimit, kUnlimited, kLimited };
   Kind kind = Kind::kNoLimit;
   RateLimitPolicy limit;     // for kLimited: the configuration's or the descriptor's own
@@ -41,7 +41,7 @@ struct PlannedDescriptor {
 // entries have an op each, on the same key: they are counted in turn.
 struct Plan {
   std::string domain;
-  std::vector<PlannedDescriptor> descriptors;  // one per request descriptor, in order
+  std::vector<MatchedDescriptor> descriptors;  // one per request descriptor, in order
   std::vector<BucketOp> ops;                   // empty when nothing is limited
 };
 
@@ -68,6 +68,6 @@ RateLimitResponse RespondUnchecked(const Plan& plan, bool allow);
 // How a limited descriptor's limit is named where people see it: "DOMAIN/NAME" with the limit's
 // name, else "DOMAIN/PATH" with its descriptor path (RateLimitPolicy::path), else, for a
 // descriptor's own limit, its keys joined by ".".
-std::string LimitLabel(const Plan& plan, const PlannedDescriptor& descriptor);
+std::string LimitLabel(const Plan& plan, const MatchedDescriptor& descriptor);
 
 }  // namespace sluice::rls

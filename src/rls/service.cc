@@ -1,91 +1,43 @@
 #include "rls/service.h"
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <optional>
 
+#include "core/charging.h"
 #include "http/metrics.h"
-#include "rls/call_charging.h"
 
 namespace sluice::rls {
 
-Service::Service(std::vector<std::shared_ptr<Store>> stores,
-                 std::shared_ptr<const DescriptorMatcher> matcher, ServiceOptions options)
-    : stores_(std::move(stores)) {
-  Apply(std::move(matcher), std::move(options));
-}
-
-void Service::Apply(std::shared_ptr<const DescriptorMatcher> matcher, ServiceOptions options) {
-  auto next = std::make_shared<Snapshot>(Snapshot{std::move(matcher), std::move(options), {}, {}});
-  next->matcher->ForEachLimit(
-      [&](const std::string& domain, const std::string& path, const RateLimitPolicy& limit) {
-        next->counters[&limit] = limit_stats_.For(domain, limit.name.empty() ? path : limit.name);
-        if (!next->own_limits.contains(domain)) {
-          next->own_limits[domain] = limit_stats_.For(domain, kRequestLimitLabel);
-        }
-      });
-  const std::lock_guard lock(mutex_);
-  current_ = std::move(next);
-}
-
-std::shared_ptr<const Service::Snapshot> Service::Current() const {
-  const std::lock_guard lock(mutex_);
-  return current_;
-}
-
 namespace {
 
-// The ops of `plan` that go to the store, and the replies of those the over-limit cache answers.
-struct CacheSplit {
-  std::vector<BucketOp> sent;
-  std::vector<std::optional<size_t>> sent_at;  // per plan op: its place in `sent`
-  std::vector<BucketReply> replies;            // per plan op; those not sent are final
-  uint64_t answered = 0;                       // ops the cache answered
-};
-
-// A bucket known to be in debt for `retry_ms` more: refused, nothing left, and full again a
-// whole period after it is out of debt.
-BucketReply InDebt(const BucketOp& op, int64_t retry_ms) {
-  BucketReply reply;
-  reply.retry_ms = retry_ms;
-  reply.reset_ms = retry_ms + op.limit.period_ms;
-  return reply;
+// How a call's ops are charged: as rls.policy says, each descriptor answering for itself (the
+// over-limit cache answers a descriptor, not the call), a descriptor repeated in a call counted
+// in turn, and every hit counted, over the limit too, as envoyproxy/ratelimit counts them.
+ChargeRules ChargeRulesOf(const ServiceOptions& options) {
+  ChargeRules rules;
+  rules.policy = options.policy;
+  rules.over_limit_cache = options.over_limit_cache;
+  rules.cached = CachedOverLimit::kAnswersItsOp;
+  rules.keys_may_repeat = true;
+  rules.look_past_stop = true;
+  rules.refused_pay_own = true;
+  return rules;
 }
 
-CacheSplit SplitByCache(const Plan& plan, const ServiceOptions& options) {
-  CacheSplit split;
-  split.sent_at.resize(plan.ops.size());
-  split.replies.resize(plan.ops.size());
-  bool enforced_over = false;
-  for (size_t i = 0; i < plan.ops.size(); ++i) {
-    const BucketOp& op = plan.ops[i];
-    const int64_t retry_ms =
-        options.over_limit_cache && op.enforced ? options.over_limit_cache->RetryMs(op.key) : 0;
-    if (retry_ms > 0) {
-      split.replies[i] = InDebt(op, retry_ms);
-      ++split.answered;
-      enforced_over = true;
-      continue;
-    }
-    split.sent_at[i] = split.sent.size();
-    split.sent.push_back(op);
-  }
-  // The call is over its limit already: under a policy that spares the other descriptors, they
-  // are only looked at.
-  if (enforced_over && options.policy != MultiRulePolicy::kChargeAll) {
-    for (BucketOp& op : split.sent) op.cost = 0;
-  }
-  return split;
-}
-
-// Remembers the enforced buckets the store left in debt, until they are out of it.
-void RememberDebts(OverLimitCache& cache, const std::vector<BucketOp>& ops,
-                   const std::vector<BucketReply>& replies) {
-  for (size_t i = 0; i < ops.size(); ++i) {
-    if (ops[i].enforced && !replies[i].allowed && replies[i].retry_ms > 0) {
-      cache.Remember(ops[i].key, replies[i].retry_ms);
+// Each op's reply as the response tells it: after a refund, what its bucket holds then.
+std::vector<BucketReply> RepliesOf(const Charges& charges) {
+  std::vector<BucketReply> replies;
+  replies.reserve(charges.ops.size());
+  for (const OpCharge& op : charges.ops) {
+    replies.push_back(op.reply);
+    if (op.refunded) {
+      replies.back().remaining = op.refunded->remaining;
+      replies.back().reset_ms = op.refunded->reset_ms;
     }
   }
+  return replies;
 }
 
 // Counts the values of the descriptors `response` says are over their limits, under each one's
@@ -95,8 +47,8 @@ void RecordRejections(const Plan& plan, const RateLimitResponse& response, http:
                              std::chrono::steady_clock::now().time_since_epoch())
                              .count();
   for (size_t i = 0; i < plan.descriptors.size(); ++i) {
-    const PlannedDescriptor& p = plan.descriptors[i];
-    if (p.kind != PlannedDescriptor::Kind::kLimited || p.counted.empty() ||
+    const MatchedDescriptor& p = plan.descriptors[i];
+    if (p.kind != MatchedDescriptor::Kind::kLimited || p.counted.empty() ||
         response.statuses(static_cast<int>(i)).code() != RateLimitResponse::OVER_LIMIT) {
       continue;
     }
@@ -116,32 +68,53 @@ RateLimitResponse Checked(const Plan& plan, const std::vector<BucketReply>& repl
   return response;
 }
 
-// The response to a call once the store has answered the ops it was sent, or failed.
-void Answer(const Plan& plan, const CacheSplit& split, const ServiceOptions& options,
-            Result<std::vector<BucketReply>> replies, http::ThrottledLog& store_errors,
+// The response to a call once the store has answered its ops, or failed.
+void Answer(const Plan& plan, const Charges& charges, const std::vector<BucketReply>& replies,
+            const ServiceOptions& options, http::ThrottledLog& store_errors,
             const ResponseCallback& done) {
-  if (replies.ok()) {
-    if (options.over_limit_cache) RememberDebts(*options.over_limit_cache, split.sent, *replies);
-    std::vector<BucketReply> all = split.replies;
-    for (size_t i = 0; i < all.size(); ++i) {
-      if (split.sent_at[i]) all[i] = (*replies)[*split.sent_at[i]];
-    }
-    done(Checked(plan, all, options));
-  } else if (replies.status().code() == StatusCode::kInvalidArgument) {
-    done(replies.status());  // the request's fault, not the store's: no failure policy
-  } else {
-    store_errors.Warn("rate limit store unavailable (rate limit service), rls.failure decides",
-                      replies.status().ToString());
-    if (options.failure == config::RlsFailure::kError) {
-      // The code says what happened; the store's address and error text stay in the log.
-      done(Status(replies.status().code(), "rate limit store unavailable"));
-    } else {
-      done(RespondUnchecked(plan, options.failure == config::RlsFailure::kOpen));
-    }
+  if (charges.error.ok()) return done(Checked(plan, replies, options));
+  if (charges.error.code() == StatusCode::kInvalidArgument) {
+    return done(charges.error);  // the request's fault, not the store's: no failure policy
   }
+  store_errors.Warn("rate limit store unavailable (rate limit service), rls.failure decides",
+                    charges.error.ToString());
+  if (options.failure == config::RlsFailure::kError) {
+    // The code says what happened; the store's address and error text stay in the log.
+    return done(Status(charges.error.code(), "rate limit store unavailable"));
+  }
+  done(RespondUnchecked(plan, options.failure == config::RlsFailure::kOpen));
 }
 
 }  // namespace
+
+Service::Service(std::vector<std::shared_ptr<Store>> stores,
+                 std::shared_ptr<const DescriptorMatcher> matcher, ServiceOptions options)
+    : stores_(std::move(stores)) {
+  assert(!stores_.empty());  // a call picks one by index
+  Reconfigure(std::move(matcher), std::move(options));
+}
+
+void Service::Reconfigure(std::shared_ptr<const DescriptorMatcher> matcher,
+                          ServiceOptions options) {
+  auto next = std::make_shared<Snapshot>();
+  next->matcher = std::move(matcher);
+  next->charge_rules = ChargeRulesOf(options);
+  next->options = std::move(options);
+  next->matcher->ForEachLimit(
+      [&](const std::string& domain, const std::string& path, const RateLimitPolicy& limit) {
+        next->counters[&limit] = limit_stats_.For(domain, limit.name.empty() ? path : limit.name);
+        if (!next->own_limits.contains(domain)) {
+          next->own_limits[domain] = limit_stats_.For(domain, kRequestLimitLabel);
+        }
+      });
+  MutexLock lock(&mutex_);
+  current_ = std::move(next);
+}
+
+std::shared_ptr<const Service::Snapshot> Service::Current() const {
+  MutexLock lock(&mutex_);
+  return current_;
+}
 
 ServiceStats Service::Stats() const { return {cache_answers_.load(std::memory_order_relaxed)}; }
 
@@ -149,8 +122,8 @@ std::vector<LimitCounters*> Service::CountersOf(const Snapshot& snapshot, const 
                                                 std::string_view domain) {
   std::vector<LimitCounters*> counters(plan.descriptors.size());
   for (size_t i = 0; i < plan.descriptors.size(); ++i) {
-    const PlannedDescriptor& p = plan.descriptors[i];
-    if (p.kind != PlannedDescriptor::Kind::kLimited) continue;
+    const MatchedDescriptor& p = plan.descriptors[i];
+    if (p.kind != MatchedDescriptor::Kind::kLimited) continue;
     if (p.configured == nullptr) {
       auto it = snapshot.own_limits.find(domain);
       if (it != snapshot.own_limits.end()) counters[i] = it->second;
@@ -162,15 +135,14 @@ std::vector<LimitCounters*> Service::CountersOf(const Snapshot& snapshot, const 
 }
 
 void Service::Count(const Snapshot& snapshot, const Plan& plan, std::string_view domain,
-                    const std::vector<std::optional<size_t>>& sent_at,
-                    const Result<std::vector<BucketReply>>& replies) {
+                    const Charges& charges, const std::vector<BucketReply>& replies) {
   const std::vector<LimitCounters*> counters = CountersOf(snapshot, plan, domain);
-  if (replies.ok()) {
-    return CountCall(plan, counters, sent_at, *replies, snapshot.options.near_limit_ratio);
+  if (charges.error.ok()) {
+    return CountCall(plan, counters, charges, replies, snapshot.options.near_limit_ratio);
   }
-  if (replies.status().code() == StatusCode::kInvalidArgument) return;
+  if (charges.error.code() == StatusCode::kInvalidArgument) return;
   CountUnchecked(plan, counters);
-  call_store_errors_[static_cast<size_t>(replies.status().code())].fetch_add(
+  call_store_errors_[static_cast<size_t>(charges.error.code())].fetch_add(
       1, std::memory_order_relaxed);
   switch (snapshot.options.failure) {
     case config::RlsFailure::kOpen:
@@ -221,16 +193,13 @@ void Service::ShouldRateLimit(const RateLimitRequest& request, ResponseCallback 
   Result<Plan> planned =
       PlanRequest(*snapshot->matcher, request, options.key_prefix, options.quota_mode);
   if (!planned.ok()) return done(planned.status());
-  auto plan = std::make_shared<Plan>(std::move(planned).value());
-  if (plan->ops.empty()) {
-    Count(*snapshot, *plan, request.domain(), {}, std::vector<BucketReply>{});
-    return done(Checked(*plan, {}, options));
-  }
-  auto split = std::make_shared<CacheSplit>(SplitByCache(*plan, options));
-  cache_answers_.fetch_add(split->answered, std::memory_order_relaxed);
-  if (split->sent.empty()) {
-    Count(*snapshot, *plan, request.domain(), split->sent_at, std::vector<BucketReply>{});
-    return done(Checked(*plan, split->replies, options));
+  auto plan = std::make_shared<const Plan>(std::move(planned).value());
+  Charges known = FromCache(plan->ops, snapshot->charge_rules);
+  cache_answers_.fetch_add(known.cache_answers, std::memory_order_relaxed);
+  if (plan->ops.empty() || known.from_cache) {
+    const std::vector<BucketReply> replies = RepliesOf(known);
+    Count(*snapshot, *plan, request.domain(), known, replies);
+    return done(Checked(*plan, replies, options));
   }
   if (in_flight_.fetch_add(1, std::memory_order_relaxed) >= options.max_calls_in_flight) {
     in_flight_.fetch_sub(1, std::memory_order_relaxed);
@@ -241,16 +210,15 @@ void Service::ShouldRateLimit(const RateLimitRequest& request, ResponseCallback 
     return done(Status::ResourceExhausted("too many calls in flight"));
   }
   const size_t which = loop ? *loop : next_store_.fetch_add(1, std::memory_order_relaxed);
-  std::shared_ptr<Store> store = stores_[which % stores_.size()];
-  std::vector<BucketOp> sent = split->sent;
-  ChargeCall(std::move(store), options.policy, std::move(sent),
-             [this, plan, split, snapshot, domain = request.domain(),
-              done = std::move(done)](Result<std::vector<BucketReply>> replies) {
-               Count(*snapshot, *plan, domain, split->sent_at, replies);
-               Answer(*plan, *split, snapshot->options, std::move(replies), store_errors_, done);
-               // Last: a drain that sees no call in flight may stop the loops.
-               in_flight_.fetch_sub(1, std::memory_order_relaxed);
-             });
+  Charge(stores_[which % stores_.size()], plan->ops, snapshot->charge_rules, std::move(known),
+         [this, plan, snapshot, domain = request.domain(),
+          done = std::move(done)](const Charges& charges) {
+           const std::vector<BucketReply> replies = RepliesOf(charges);
+           Count(*snapshot, *plan, domain, charges, replies);
+           Answer(*plan, charges, replies, snapshot->options, store_errors_, done);
+           // Last: a drain that sees no call in flight may stop the loops.
+           in_flight_.fetch_sub(1, std::memory_order_relaxed);
+         });
 }
 
 }  // namespace sluice::rls

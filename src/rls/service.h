@@ -7,7 +7,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -16,9 +15,12 @@
 
 #include "sluice/async_callback.h"
 #include "sluice/limiter.h"
+#include "sluice/mutex.h"
 #include "sluice/over_limit_cache.h"
+#include "sluice/thread_annotations.h"
 
 #include "config/rls_config.h"
+#include "core/charging.h"
 #include "http/rejected_values.h"
 #include "http/throttled_log.h"
 #include "rls/descriptor_matcher.h"
@@ -34,7 +36,7 @@ struct ServiceOptions {
   std::string key_prefix = "rl:";
   config::RlsFailure failure = config::RlsFailure::kOpen;
   std::optional<config::RlsHeaderNames> response_headers;
-  MultiRulePolicy policy = MultiRulePolicy::kChargeAll;  // ChargeCall's
+  MultiRulePolicy policy = MultiRulePolicy::kChargeAll;  // what a call over its limit pays
   // Buckets known to be in debt, answered OVER_LIMIT without a store call (their hits not
   // sent) until they are out of it; none: every call asks the store.
   std::shared_ptr<OverLimitCache> over_limit_cache;
@@ -66,17 +68,19 @@ class Service {
   Service(std::vector<std::shared_ptr<Store>> stores,
           std::shared_ptr<const DescriptorMatcher> matcher, ServiceOptions options);
 
-  void Apply(std::shared_ptr<const DescriptorMatcher> matcher, ServiceOptions options);
+  // Puts `matcher` and `options` in force for the calls that start from now on.
+  void Reconfigure(std::shared_ptr<const DescriptorMatcher> matcher, ServiceOptions options)
+      EXCLUDES(mutex_);
 
-  // Answers `request`: its limited descriptors' buckets charged as the policy says (ChargeCall;
-  // one store call unless a descriptor is over its limit or repeats), those the over-limit cache
+  // Answers `request`: its limited descriptors' buckets charged as the policy says (Charge; one
+  // store call unless a descriptor is over its limit or repeats), those the over-limit cache
   // knows to be in debt answered without the store. A call that needs the store while
   // max_calls_in_flight calls wait for it is refused at once, never queued, so that a slow
   // store cannot make calls pile up without bound. `done` runs inline or on a store's thread,
   // and must not block. `loop`: the event loop the caller runs on, whose own store is used, so
   // that the call is not handed to another loop's thread; none: the stores in turn.
   void ShouldRateLimit(const RateLimitRequest& request, ResponseCallback done,
-                       std::optional<size_t> loop = std::nullopt);
+                       std::optional<size_t> loop = std::nullopt) EXCLUDES(mutex_);
 
   // ShouldRateLimit with any Asio completion token; the completion runs on the token's
   // associated executor, never inside this call (AsyncFromCallback).
@@ -101,9 +105,12 @@ class Service {
   std::string MetricsText() const;
 
  private:
+  // The configuration in force, swapped whole by Reconfigure; a call keeps the one it started
+  // with.
   struct Snapshot {
     std::shared_ptr<const DescriptorMatcher> matcher;
     ServiceOptions options;
+    ChargeRules charge_rules;  // from `options`
     // The counters of each configured limit, and of the limits requests bring, by domain.
     std::unordered_map<const RateLimitPolicy*, LimitCounters*> counters;
     std::map<std::string, LimitCounters*, std::less<>> own_limits;
@@ -113,18 +120,17 @@ class Service {
   static std::vector<LimitCounters*> CountersOf(const Snapshot& snapshot, const Plan& plan,
                                                 std::string_view domain);
 
-  // Counts a call in the statistics: `sent_at` gives each plan op's place among those sent to
-  // the store (none: the over-limit cache answered it), `replies` the store's answer to them.
+  // Counts a call in the statistics: `charges` says what became of each plan op (or the store's
+  // error), `replies` what each op answered.
   void Count(const Snapshot& snapshot, const Plan& plan, std::string_view domain,
-             const std::vector<std::optional<size_t>>& sent_at,
-             const Result<std::vector<BucketReply>>& replies);
+             const Charges& charges, const std::vector<BucketReply>& replies);
 
-  std::shared_ptr<const Snapshot> Current() const;
+  std::shared_ptr<const Snapshot> Current() const EXCLUDES(mutex_);
 
   std::vector<std::shared_ptr<Store>> stores_;
   std::atomic<size_t> next_store_{0};
-  mutable std::mutex mutex_;
-  std::shared_ptr<const Snapshot> current_;
+  mutable Mutex mutex_;
+  std::shared_ptr<const Snapshot> current_ GUARDED_BY(mutex_);
   std::atomic<size_t> in_flight_{0};
   std::atomic<uint64_t> shed_{0};  // calls refused past max_calls_in_flight
   http::ThrottledLog shed_log_;

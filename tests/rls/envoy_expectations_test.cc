@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "rls/descriptor_files.h"
 #include "rls/rate_limit_requests.h"
 #include "rls/service.h"
 #include "sluice/clock.h"
@@ -135,16 +136,6 @@ descriptors:
   - key: hourly
     rate_limit: {unit: hour, requests_per_unit: 1}
 )";
-
-std::shared_ptr<const DescriptorMatcher> MatcherOf(const std::vector<const char*>& files) {
-  std::vector<DomainConfig> domains;
-  for (const char* file : files) {
-    Result<DomainConfig> config = ParseDomainConfig(file, "expectations.yaml");
-    EXPECT_TRUE(config.ok()) << config.status().message();
-    if (config.ok()) domains.push_back(std::move(config).value());
-  }
-  return std::make_shared<DescriptorMatcher>(std::move(domains));
-}
 
 // The service on a memory store whose clock the test moves.
 class EnvoyExpectationsTest : public ::testing::Test {

@@ -60,9 +60,9 @@ TEST_F(RateLimitPlanTest, OneBucketPerLimitedDescriptorUnderAnEncodedKey) {
   EXPECT_EQ(plan.ops[0].key, "rl:rls:d:client=a%3Ab");
   EXPECT_EQ(plan.ops[0].limit, (Limit{10, 10, 60'000}));
   EXPECT_EQ(plan.ops[0].cost, 1);
-  EXPECT_EQ(plan.descriptors[0].kind, PlannedDescriptor::Kind::kLimited);
-  EXPECT_EQ(plan.descriptors[1].kind, PlannedDescriptor::Kind::kNoLimit);
-  EXPECT_EQ(plan.descriptors[2].kind, PlannedDescriptor::Kind::kUnlimited);
+  EXPECT_EQ(plan.descriptors[0].kind, MatchedDescriptor::Kind::kLimited);
+  EXPECT_EQ(plan.descriptors[1].kind, MatchedDescriptor::Kind::kNoLimit);
+  EXPECT_EQ(plan.descriptors[2].kind, MatchedDescriptor::Kind::kUnlimited);
 }
 
 TEST_F(RateLimitPlanTest, NoTwoDescriptorsShareAKeyByTheirSeparators) {
@@ -116,7 +116,7 @@ TEST_F(RateLimitPlanTest, TheSameDescriptorTwiceIsCountedInTurn) {
 TEST_F(RateLimitPlanTest, AReplacedLimitIsNotApplied) {
   Plan plan = PlanOf(Request({{{"client", "a"}}, {{"client", "free"}}}));
   ASSERT_EQ(plan.ops.size(), 1U);
-  EXPECT_EQ(plan.descriptors[0].kind, PlannedDescriptor::Kind::kNoLimit);
+  EXPECT_EQ(plan.descriptors[0].kind, MatchedDescriptor::Kind::kNoLimit);
   EXPECT_EQ(plan.descriptors[1].limit.name, "free");
 }
 

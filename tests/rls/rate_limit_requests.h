@@ -1,5 +1,6 @@
-// ShouldRateLimit requests written as plain lists, for the tests of Envoy's rate limit service
-// that plan requests in process and those that send them to a running `sluice serve`.
+// ShouldRateLimit requests written as plain lists, and the descriptors they are asked of, for the
+// tests of Envoy's rate limit service that plan requests in process and those that send them to
+// a running `sluice serve`.
 #pragma once
 
 #include <string>
@@ -9,6 +10,32 @@
 #include "envoy/service/ratelimit/v3/rls.pb.h"
 
 namespace sluice::rls {
+
+inline const char* const kDescriptors = R"(
+domain: edge
+descriptors:
+  - key: client
+    rate_limit: {unit: minute, requests_per_unit: 3}
+  - key: client
+    value: vip
+    rate_limit: {unit: minute, requests_per_unit: 5}
+  - key: client
+    value: bot-*
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: client
+    value: internal
+    rate_limit: {unlimited: true}
+  - key: route
+    value: /api
+    descriptors:
+      - key: method
+        rate_limit: {unit: minute, requests_per_unit: 2}
+  - key: canary
+    shadow_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: shared
+    rate_limit: {unit: hour, requests_per_unit: 50}
+)";
 
 // One descriptor's entries, key and value, in order.
 using DescriptorEntries = std::vector<std::pair<std::string, std::string>>;

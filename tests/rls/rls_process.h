@@ -21,32 +21,6 @@
 
 namespace sluice::rls {
 
-inline const char* const kDescriptors = R"(
-domain: edge
-descriptors:
-  - key: client
-    rate_limit: {unit: minute, requests_per_unit: 3}
-  - key: client
-    value: vip
-    rate_limit: {unit: minute, requests_per_unit: 5}
-  - key: client
-    value: bot-*
-    rate_limit: {unit: minute, requests_per_unit: 1}
-  - key: client
-    value: internal
-    rate_limit: {unlimited: true}
-  - key: route
-    value: /api
-    descriptors:
-      - key: method
-        rate_limit: {unit: minute, requests_per_unit: 2}
-  - key: canary
-    shadow_mode: true
-    rate_limit: {unit: minute, requests_per_unit: 1}
-  - key: shared
-    rate_limit: {unit: hour, requests_per_unit: 50}
-)";
-
 // One `sluice serve` running only the rate limit service, with kDescriptors in a folder.
 class RlsProcess {
  public:
