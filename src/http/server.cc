@@ -103,7 +103,12 @@ class Session {
 
   // Serves requests until the connection ends, then closes it.
   Awaitable<void> Run() {
-    while (!state_->stopping && co_await ServeOne()) {
+    // The co_await in a statement of its own: GCC 12 miscompiles one in a loop's condition (the
+    // callee's `this` is lost, and the process crashes), so the steps below name their results
+    // too.
+    while (!state_->stopping) {
+      const bool kept_alive = co_await ServeOne();
+      if (!kept_alive) break;
     }
     // After the last request: a drain does not wait for the close, and that request's memory is
     // gone meanwhile.
@@ -124,7 +129,8 @@ class Session {
     Parser parser;
     parser.header_limit(static_cast<uint32_t>(limits_.max_header_bytes));
     parser.body_limit(limits_.max_body_bytes);
-    if (!co_await ReadHead(parser)) co_return false;
+    const bool head_read = co_await ReadHead(parser);
+    if (!head_read) co_return false;
     // Counted from a request's head to the end of its response, so that a drain waits for it.
     InFlightGuard handling(state_->in_flight);
     if (std::optional<HttpResponse> refusal = Inadmissible(parser.get())) {
@@ -132,9 +138,14 @@ class Session {
       co_return false;
     }
     // A plain test first: a coroutine's frame is allocated even when it need not wait.
-    if (WaitsForContinue(parser) && !co_await SendContinue()) co_return false;
-    if (!co_await ReadBody(parser)) co_return false;
-    co_return co_await Answer(parser);
+    if (WaitsForContinue(parser)) {
+      const bool continued = co_await SendContinue();
+      if (!continued) co_return false;
+    }
+    const bool body_read = co_await ReadBody(parser);
+    if (!body_read) co_return false;
+    const bool kept_alive = co_await Answer(parser);
+    co_return kept_alive;
   }
 
   // Reads a request's head into `parser`. A kept-alive connection's next request may be long
@@ -157,7 +168,8 @@ class Session {
                                         asio::redirect_error(kUseAwaitable, ec));
     }
     if (!ec) co_return true;
-    co_await RefuseUnlessExpired(ReadFailure(ec));
+    std::optional<HttpResponse> failure = ReadFailure(ec);
+    co_await RefuseUnlessExpired(std::move(failure));
     co_return false;
   }
 
@@ -222,7 +234,8 @@ class Session {
     const bool with_body = request.method() != bhttp::verb::head;
     HttpResponse response = co_await state_->handler(std::move(request), peer_, loop_);
     response.keep_alive(keep_alive && !state_->stopping);
-    co_return co_await Write(response, with_body) && response.keep_alive();
+    const bool written = co_await Write(response, with_body);
+    co_return written && response.keep_alive();
   }
 
   // Writes `message` within the write timeout; false when that fails.
