@@ -79,7 +79,7 @@ class Gateway {
 
   // The values rules reject most, for /debug/top; the rate limit service records its limits'
   // rejections here too.
-  std::shared_ptr<TopRejected> top_rejected() const { return core_.shared_top_rejected(); }
+  std::shared_ptr<TopRejected> top_rejected() const { return core_.top_rejected(); }
 
   // Samples the metrics counters for the status page's charts: once a second, by whoever runs
   // the servers.

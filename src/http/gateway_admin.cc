@@ -132,7 +132,7 @@ std::optional<HttpResponse> AdminEndpoints::StatusRoute(const HttpRequest& reque
   std::shared_ptr<const Snapshot> snapshot = core_.config().Current();
   const StatusView view{&snapshot->config,
                         {snapshot->rejected_values.begin(), snapshot->rejected_values.end()},
-                        core_.top_rejected().Limits(),
+                        core_.top_rejected()->Limits(),
                         SteadyMs()};
   if (path == "/status.json") return StatusJsonAnswer(view, query);
   if (path == "/debug/top") return DebugTopAnswer(view, query);

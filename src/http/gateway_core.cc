@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cassert>
 #include <chrono>
 #include <nlohmann/json.hpp>
 
@@ -164,6 +165,7 @@ void GatewayCore::WarnLostReport(const Status& error) {
 
 Awaitable<Decision> GatewayCore::Decide(const Snapshot& snapshot, const Request& request,
                                         size_t loop, double* seconds) {
+  assert(loop < snapshot.limiters.size() && "a limiter for each event loop");
   const auto start = Clock::now();
   const Limiter& limiter = *snapshot.limiters[loop];
   // Not AsyncCheck, which copies the request for an awaitable awaited later: this one starts

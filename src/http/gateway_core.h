@@ -35,8 +35,7 @@ class GatewayCore {
   const GatewayConfig& config() const { return config_; }
   Metrics& metrics() { return metrics_; }
   const Metrics& metrics() const { return metrics_; }
-  TopRejected& top_rejected() { return *top_rejected_; }
-  const std::shared_ptr<TopRejected>& shared_top_rejected() const { return top_rejected_; }
+  const std::shared_ptr<TopRejected>& top_rejected() const { return top_rejected_; }
   const std::shared_ptr<AccessLog>& access_log() const { return access_log_; }
 
   // Where a line per proxied or checked request goes; null (the default): nowhere. Set before

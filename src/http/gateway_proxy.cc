@@ -1,5 +1,6 @@
 #include "http/gateway_proxy.h"
 
+#include <cassert>
 #include <charconv>
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -117,6 +118,7 @@ Awaitable<HttpResponse> ProxyHandler::Handle(HttpRequest request, const Peer& pe
   if (!decision.allowed || decision.error.code() == StatusCode::kInvalidArgument) {
     co_return Refuse(*snapshot, request, attributes, peer, decision, store_seconds);
   }
+  assert(loop < upstreams_.size() && "SetUpstreams before the proxy serves");
   const unsigned version = request.version();
   PrepareUpstreamRequest(request, peer, snapshot->upstream_authority);
   const auto start = Clock::now();
