@@ -6,10 +6,10 @@ Gateway::Gateway(std::vector<std::shared_ptr<Store>> stores, std::function<bool(
                  std::shared_ptr<QuotaStore> quota_store)
     : core_(std::move(stores), std::move(ready), std::move(quota_store)) {}
 
-void Gateway::FlushLocalCounts(std::function<void()> done) const {
+void Gateway::FlushLocalCounts(const std::function<void()>& done) const {
   const std::shared_ptr<LocalCountingStore> local = Current()->local_counts;
   if (local == nullptr) return done();
-  local->Flush(std::move(done));
+  local->Flush(done);
 }
 
 }  // namespace sluice::http

@@ -40,7 +40,7 @@ class Gateway {
 
   // Sends the counts of synced rules and returns the tokens of leased ones now, and calls `done`
   // when the store has answered (at once when no rule counts locally): before the store stops.
-  void FlushLocalCounts(std::function<void()> done) const;
+  void FlushLocalCounts(const std::function<void()>& done) const;
 
   // Where allowed requests go, a pool per event loop; needed before HandleProxy is used.
   void SetUpstreams(std::vector<std::unique_ptr<UpstreamPool>> upstreams) {
