@@ -76,7 +76,7 @@ class Service {
       quota_store_ = std::move(quota).value();
     }
     gateway_ = std::make_unique<http::Gateway>(store_.stores, store_.ready, quota_store_);
-    if (Status s = gateway_->Apply(config); !s.ok()) throw std::runtime_error(s.message());
+    if (Status s = gateway_->Reconfigure(config); !s.ok()) throw std::runtime_error(s.message());
     if (config.rls) {
       auto rls = rls::FrontEnd::Create(config, store_.stores, gateway_->top_rejected());
       if (!rls.ok()) throw std::runtime_error(rls.status().message());
@@ -301,7 +301,7 @@ class Service {
         return false;
       }
     }
-    if (Status s = gateway_->Apply(std::move(next).value()); !s.ok()) {
+    if (Status s = gateway_->Reconfigure(std::move(next).value()); !s.ok()) {
       spdlog::error("reload refused, the running configuration stays: {}", s.message());
       return false;
     }

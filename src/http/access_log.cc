@@ -67,10 +67,10 @@ AccessLog::AccessLog(config::AccessLogConfig config, int fd)
 
 AccessLog::~AccessLog() {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     stopping_ = true;
   }
-  wake_.notify_one();
+  wake_.Signal();
   writer_.join();
   if (fd_ >= 0) ::close(fd_);
 }
@@ -78,7 +78,7 @@ AccessLog::~AccessLog() {
 void AccessLog::Write(const AccessEntry& entry) {
   std::string line = FormatAccessLine(entry, config_.format);  // outside the lock
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     if (queued_lines_ >= config_.buffer_lines) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
       return;
@@ -86,15 +86,20 @@ void AccessLog::Write(const AccessEntry& entry) {
     queued_ += line;
     ++queued_lines_;
   }
-  wake_.notify_one();
+  wake_.Signal();
 }
 
 void AccessLog::Reopen() {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     reopen_ = true;
   }
-  wake_.notify_one();
+  wake_.Signal();
+}
+
+void AccessLog::WaitForWork() {
+  mutex_.AssertHeld();
+  wake_.Wait();
 }
 
 void AccessLog::Run() {
@@ -103,8 +108,8 @@ void AccessLog::Run() {
     bool reopen = false;
     bool stopping = false;
     {
-      std::unique_lock lock(mutex_);
-      wake_.wait(lock, [this] { return stopping_ || reopen_ || queued_lines_ > 0; });
+      MutexLock lock(&mutex_);
+      while (!stopping_ && !reopen_ && queued_lines_ == 0) WaitForWork();
       batch.swap(queued_);
       queued_.clear();
       queued_lines_ = 0;

@@ -118,7 +118,7 @@ void RenderHistograms(std::string& out, std::string_view family, std::string_vie
 Metrics::Metrics() : last_reload_ok_(Now()) {}
 
 RuleCounters* Metrics::ForRule(const std::string& name) {
-  std::lock_guard lock(rules_mutex_);
+  MutexLock lock(&rules_mutex_);
   std::unique_ptr<RuleCounters>& counters = rules_[name];
   if (!counters) counters = std::make_unique<RuleCounters>();
   return counters.get();
@@ -209,7 +209,7 @@ std::string Metrics::Render(const std::vector<GaugeValue>& gauges,
   Series shadow;
   Series near;
   {
-    std::lock_guard lock(rules_mutex_);
+    MutexLock lock(&rules_mutex_);
     for (const auto& [name, counters] : rules_) {
       const std::string rule = fmt::format(R"(rule="{}")", LabelValue(name));
       checks.emplace_back(rule + R"(,outcome="allowed")", Get(counters->allowed));

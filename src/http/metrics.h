@@ -1,7 +1,7 @@
 // Counters and histograms of a running gateway, rendered in Prometheus's text format by its
 // conventions: every family with # HELP and # TYPE, base units in names, _total on counters.
 // Recording takes no lock: every counter is an atomic found before the request (a rule's
-// counters when its configuration is applied).
+// counters when its configuration is put in force).
 #pragma once
 
 #include <array>
@@ -10,7 +10,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -19,8 +18,10 @@
 #include "sluice/decision.h"
 #include "sluice/latency_histogram.h"
 #include "sluice/local_counting_store.h"
+#include "sluice/mutex.h"
 #include "sluice/rule.h"
 #include "sluice/store.h"
+#include "sluice/thread_annotations.h"
 
 namespace sluice::http {
 
@@ -76,7 +77,7 @@ class Metrics {
 
   // The counters of the rule named `name`, made on first use. The pointer stays valid as long
   // as the metrics do.
-  RuleCounters* ForRule(const std::string& name);
+  RuleCounters* ForRule(const std::string& name) EXCLUDES(rules_mutex_);
 
   // Counts a decision: per rule and outcome, near-limit tokens (`cost_of(i)`: what the
   // request asked of the limiter's rule i; `near_ratio`: see CountUsage), shadow rejections,
@@ -94,7 +95,7 @@ class Metrics {
   // The whole text: the counters, `gauges`, and the store's `nodes` (the same node seen by
   // several event loops' stores counted once: connected only if every connection is).
   std::string Render(const std::vector<GaugeValue>& gauges,
-                     const std::vector<StoreNodeStatus>& nodes) const;
+                     const std::vector<StoreNodeStatus>& nodes) const EXCLUDES(rules_mutex_);
 
   // The counters of the local counts in force (synced and leased rules), in the same format;
   // they start again from zero when a reload makes new local counts.
@@ -122,8 +123,8 @@ class Metrics {
   LatencyHistogram check_latency_;
   LatencyHistogram upstream_latency_;
 
-  mutable std::mutex rules_mutex_;  // guards the map, not the counters
-  std::map<std::string, std::unique_ptr<RuleCounters>> rules_;
+  mutable Mutex rules_mutex_;  // the counters themselves are atomics
+  std::map<std::string, std::unique_ptr<RuleCounters>> rules_ GUARDED_BY(rules_mutex_);
 };
 
 }  // namespace sluice::http

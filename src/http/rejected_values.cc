@@ -11,31 +11,31 @@ void RejectedValues::Resize(size_t size) {
   if (size > 0) {
     window = std::make_unique<WindowedHeavyHitters>(size * kCountersPerShown, kSlots, kSlotMs);
   }
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   size_ = size;
   window_.swap(window);
 }
 
 void RejectedValues::Record(std::string_view value, int64_t now_ms) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   if (window_) window_->Add(value, now_ms);
 }
 
 std::vector<HeavyHitter> RejectedValues::Top(int64_t now_ms) const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   if (!window_) return {};
   return window_->Top(size_, now_ms);
 }
 
 uint64_t RejectedValues::Total(int64_t now_ms) const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   return window_ ? window_->Total(now_ms) : 0;
 }
 
 TopRejected::TopRejected(size_t size) : size_(size) {}
 
 void TopRejected::Resize(size_t size) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   if (size == size_) return;
   size_ = size;
   for (auto* map : {&rules_, &limits_}) {
@@ -44,19 +44,19 @@ void TopRejected::Resize(size_t size) {
 }
 
 size_t TopRejected::size() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   return size_;
 }
 
 RejectedValues* TopRejected::ForRule(const std::string& name) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   std::unique_ptr<RejectedValues>& values = rules_[name];
   if (!values) values = std::make_unique<RejectedValues>(size_);
   return values.get();
 }
 
 RejectedValues* TopRejected::ForLimit(std::string_view name) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   if (auto it = limits_.find(name); it != limits_.end()) return it->second.get();
   if (limits_.size() >= kMaxLimits) return nullptr;
   auto values = std::make_unique<RejectedValues>(size_);
@@ -66,7 +66,7 @@ RejectedValues* TopRejected::ForLimit(std::string_view name) {
 }
 
 std::vector<std::pair<std::string, const RejectedValues*>> TopRejected::Limits() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   std::vector<std::pair<std::string, const RejectedValues*>> limits;
   for (const auto& [name, values] : limits_) limits.emplace_back(name, values.get());
   return limits;

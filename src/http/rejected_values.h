@@ -7,13 +7,14 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "http/heavy_hitters.h"
+#include "sluice/mutex.h"
+#include "sluice/thread_annotations.h"
 
 namespace sluice::http {
 
@@ -30,21 +31,22 @@ class RejectedValues {
   explicit RejectedValues(size_t size);
 
   // Counts one rejection of `value` at `now_ms` (a steady clock's milliseconds).
-  void Record(std::string_view value, int64_t now_ms);
+  void Record(std::string_view value, int64_t now_ms) EXCLUDES(mutex_);
 
   // The values rejected most over the window that ends at `now_ms`, most first.
-  std::vector<HeavyHitter> Top(int64_t now_ms) const;
+  std::vector<HeavyHitter> Top(int64_t now_ms) const EXCLUDES(mutex_);
 
   // Rejections over the window, of every value.
-  uint64_t Total(int64_t now_ms) const;
+  uint64_t Total(int64_t now_ms) const EXCLUDES(mutex_);
 
   // Starts again, showing `size` values.
-  void Resize(size_t size);
+  void Resize(size_t size) EXCLUDES(mutex_);
 
  private:
-  mutable std::mutex mutex_;
-  size_t size_;
-  std::unique_ptr<WindowedHeavyHitters> window_;  // null when size_ is 0
+  mutable Mutex mutex_;
+  size_t size_ GUARDED_BY(mutex_) = 0;
+  // Null when size_ is 0.
+  std::unique_ptr<WindowedHeavyHitters> window_ GUARDED_BY(mutex_);
 };
 
 // Every rule's and limit's RejectedValues, each made on first use and kept (with its address)
@@ -58,22 +60,22 @@ class TopRejected {
   explicit TopRejected(size_t size = 20);
 
   // Every summary starts again with `size` values shown, when that changes.
-  void Resize(size_t size);
-  size_t size() const;
+  void Resize(size_t size) EXCLUDES(mutex_);
+  size_t size() const EXCLUDES(mutex_);
 
   // The summary of the gateway rule `name`.
-  RejectedValues* ForRule(const std::string& name);
+  RejectedValues* ForRule(const std::string& name) EXCLUDES(mutex_);
   // The summary of the rate limit service's limit `name` ("DOMAIN/LIMIT"); null past kMaxLimits.
-  RejectedValues* ForLimit(std::string_view name);
+  RejectedValues* ForLimit(std::string_view name) EXCLUDES(mutex_);
 
   // The limits recorded so far, by name.
-  std::vector<std::pair<std::string, const RejectedValues*>> Limits() const;
+  std::vector<std::pair<std::string, const RejectedValues*>> Limits() const EXCLUDES(mutex_);
 
  private:
-  mutable std::mutex mutex_;  // guards the maps and size_, not the summaries
-  size_t size_;
-  std::map<std::string, std::unique_ptr<RejectedValues>, std::less<>> rules_;
-  std::map<std::string, std::unique_ptr<RejectedValues>, std::less<>> limits_;
+  mutable Mutex mutex_;  // the summaries have locks of their own
+  size_t size_ GUARDED_BY(mutex_);
+  std::map<std::string, std::unique_ptr<RejectedValues>, std::less<>> rules_ GUARDED_BY(mutex_);
+  std::map<std::string, std::unique_ptr<RejectedValues>, std::less<>> limits_ GUARDED_BY(mutex_);
 };
 
 // A descriptor's entries as one recorded value (keys and values kept apart, so that the values

@@ -86,108 +86,129 @@ struct InFlightGuard {
   InFlightGuard& operator=(const InFlightGuard&) = delete;
 };
 
-// Closing a socket with unread bytes resets the connection, and the reset can overtake the
-// last answer: a client still sending a body the gateway refused, or requests pipelined behind
-// a `Connection: close`, would lose it. So after the last answer the send side is shut and what
-// the client still sends is read into `buffer` and dropped, until it closes or kLingerTime
-// passes (nginx's lingering close).
-Awaitable<void> Linger(Socket& socket, SocketDeadline<Socket>& deadline,
-                       beast::flat_buffer& buffer) {
-  beast::error_code ec;
-  socket.shutdown(Socket::shutdown_send, ec);
-  deadline.ExpiresAfter(kLingerTime);
-  while (!ec) {
-    buffer.clear();
-    co_await socket.async_read_some(ReadRoom(buffer), asio::redirect_error(kUseAwaitable, ec));
-  }
-}
+// One connection, served as Beast's example sessions serve theirs: read a request's head, admit
+// it (or refuse it while draining), read its body (after a 100 Continue when asked), handle it,
+// write the answer, and go on while the connection is kept alive; then close. Each step that
+// waits sets the deadline it waits under. Not thread-safe: it runs on its connection's loop.
+class Session {
+ public:
+  Session(Socket socket, size_t loop, std::shared_ptr<Server::State> state)
+      : socket_(std::move(socket)),
+        loop_(loop),
+        state_(std::move(state)),
+        limits_(state_->limits),
+        connection_(state_->connections),
+        peer_(PeerOf(socket_)),
+        deadline_(socket_) {}
 
-// Sends the answer to a request that could not be read, after which the connection ends; false
-// when there is none (the client went away) or it could not be sent.
-Awaitable<bool> SendFailure(Socket& socket, SocketDeadline<Socket>& deadline,
-                            std::optional<HttpResponse> failure, std::string& head,
-                            std::chrono::milliseconds timeout) {
-  if (!failure) co_return false;
-  failure->keep_alive(false);
-  deadline.ExpiresAfter(timeout);
-  beast::error_code ec;
-  // The connection ends after it, so a body a HEAD request should not see cannot mislead.
-  MessageBuffers buffers = SerializeMessage(*failure, head, /*with_body=*/true);
-  if (!WriteNow(socket, buffers, ec))
-    co_await asio::async_write(socket, buffers, asio::redirect_error(kUseAwaitable, ec));
-  co_return !ec;
-}
-
-Awaitable<void> Session(Socket socket, size_t loop, std::shared_ptr<Server::State> state) {
-  InFlightGuard connection(state->connections);
-  const ServerLimits& limits = state->limits;
-  beast::error_code ec;
-  const Peer peer(socket.remote_endpoint(ec).address());
-  SocketDeadline deadline(socket);
-  beast::flat_buffer buffer;
-  std::string head;  // each response's head, written into the same memory
-  bool first = true;
-  bool answered = false;  // whether the connection ends right after an answer
-  while (!state->stopping) {
-    answered = false;
-    bhttp::request_parser<bhttp::string_body, FieldAllocator<char>> parser;
-    parser.header_limit(static_cast<uint32_t>(limits.max_header_bytes));
-    parser.body_limit(limits.max_body_bytes);
-    // A kept-alive connection's next request may be long coming: the idle timeout bounds the
-    // wait for its first bytes, the header timeout the rest of its head, so that a head sent a
-    // byte at a time is cut off as on a new connection.
-    if (!first && buffer.size() == 0) {
-      deadline.ExpiresAfter(limits.idle_timeout);
-      const size_t n = co_await socket.async_read_some(ReadRoom(buffer),
-                                                       asio::redirect_error(kUseAwaitable, ec));
-      buffer.commit(n);
-      if (!ec) ParseBuffered(parser, buffer, ec);
+  // Serves requests until the connection ends, then closes it.
+  Awaitable<void> Run() {
+    // The co_await in a statement of its own: GCC 12 miscompiles one in a loop's condition (the
+    // callee's `this` is lost, and the process crashes), so the steps below name their results
+    // too.
+    while (!state_->stopping) {
+      const bool kept_alive = co_await ServeOne();
+      if (!kept_alive) break;
     }
-    first = false;
+    // After the last request: a drain does not wait for the close, and that request's memory is
+    // gone meanwhile.
+    co_await Close();
+  }
+
+ private:
+  using Parser = bhttp::request_parser<bhttp::string_body, FieldAllocator<char>>;
+
+  static Peer PeerOf(const Socket& socket) {
+    beast::error_code ec;
+    return Peer(socket.remote_endpoint(ec).address());
+  }
+
+  // One request, from its head to its answer; false when the connection ends after it.
+  Awaitable<bool> ServeOne() {
+    answered_ = false;
+    Parser parser;
+    parser.header_limit(static_cast<uint32_t>(limits_.max_header_bytes));
+    parser.body_limit(limits_.max_body_bytes);
+    const bool head_read = co_await ReadHead(parser);
+    if (!head_read) co_return false;
+    // Counted from a request's head to the end of its response, so that a drain waits for it.
+    InFlightGuard handling(state_->in_flight);
+    if (std::optional<HttpResponse> refusal = Inadmissible(parser.get())) {
+      co_await Refuse(std::move(refusal));
+      co_return false;
+    }
+    // A plain test first: a coroutine's frame is allocated even when it need not wait.
+    if (WaitsForContinue(parser)) {
+      const bool continued = co_await SendContinue();
+      if (!continued) co_return false;
+    }
+    const bool body_read = co_await ReadBody(parser);
+    if (!body_read) co_return false;
+    const bool kept_alive = co_await Answer(parser);
+    co_return kept_alive;
+  }
+
+  // Reads a request's head into `parser`. A kept-alive connection's next request may be long
+  // coming: the idle timeout bounds the wait for its first bytes, the header timeout the rest of
+  // its head, so that a head sent a byte at a time is cut off as on a new connection. False when
+  // the connection ends (answered, when the head was bad and the socket can still say so).
+  Awaitable<bool> ReadHead(Parser& parser) {
+    beast::error_code ec;
+    if (!first_ && buffer_.size() == 0) {
+      deadline_.ExpiresAfter(limits_.idle_timeout);
+      const size_t n = co_await socket_.async_read_some(ReadRoom(buffer_),
+                                                        asio::redirect_error(kUseAwaitable, ec));
+      buffer_.commit(n);
+      if (!ec) ParseBuffered(parser, buffer_, ec);
+    }
+    first_ = false;
     if (!ec && !parser.is_header_done()) {
-      deadline.ExpiresAfter(limits.header_timeout);
-      co_await bhttp::async_read_header(socket, buffer, parser,
+      deadline_.ExpiresAfter(limits_.header_timeout);
+      co_await bhttp::async_read_header(socket_, buffer_, parser,
                                         asio::redirect_error(kUseAwaitable, ec));
     }
-    // A socket the deadline closed cannot answer.
-    if (ec) {
-      if (!deadline.expired()) {
-        answered =
-            co_await SendFailure(socket, deadline, ReadFailure(ec), head, limits.write_timeout);
-      }
-      break;
-    }
-    // Counted from a request's head to the end of its response, so that a drain waits for it.
-    InFlightGuard handling(state->in_flight);
-    // Read after the count is raised, as Close's caller reads the count after the flag is set:
-    // either the drain waits for this request or the request sees the drain is over.
-    if (state->closed) {
-      std::optional<HttpResponse> refusal =
-          MakeResponse(bhttp::status::service_unavailable, "shutting down\n");
-      answered =
-          co_await SendFailure(socket, deadline, std::move(refusal), head, limits.write_timeout);
-      break;
-    }
+    if (!ec) co_return true;
+    std::optional<HttpResponse> failure = ReadFailure(ec);
+    co_await RefuseUnlessExpired(std::move(failure));
+    co_return false;
+  }
+
+  // The refusal of a request that must not be handled, or none.
+  std::optional<HttpResponse> Inadmissible(HttpRequest& request) const {
+    // Read after the in-flight count is raised, as Close's caller reads the count after the flag
+    // is set: either the drain waits for this request or the request sees the drain is over.
+    if (state_->closed) return MakeResponse(bhttp::status::service_unavailable, "shutting down\n");
     // RFC 9112 3.2: Host as it must be, and one authority and path whatever the target's form.
-    if (Status host = NormalizeHostAndTarget(parser.get()); !host.ok()) {
-      std::optional<HttpResponse> refusal =
-          MakeResponse(bhttp::status::bad_request, "bad request: " + host.message() + "\n");
-      answered =
-          co_await SendFailure(socket, deadline, std::move(refusal), head, limits.write_timeout);
-      break;
+    if (Status host = NormalizeHostAndTarget(request); !host.ok()) {
+      return MakeResponse(bhttp::status::bad_request, "bad request: " + host.message() + "\n");
     }
-    // HTTP/1.0 clients do not know interim answers (RFC 9110 15.2).
-    if (beast::iequals(parser.get()[bhttp::field::expect], "100-continue") &&
-        parser.get().version() >= 11 && !parser.is_done()) {
-      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-      deadline.ExpiresAfter(limits.write_timeout);
-      co_await asio::async_write(socket, asio::buffer(kContinue.data(), kContinue.size()),
-                                 asio::redirect_error(kUseAwaitable, ec));
-      if (ec) break;
-    }
+    return std::nullopt;
+  }
+
+  // Whether the client waits for a 100 Continue before it sends the body. HTTP/1.0 clients do
+  // not know interim answers (RFC 9110 15.2).
+  static bool WaitsForContinue(const Parser& parser) {
+    return beast::iequals(parser.get()[bhttp::field::expect], "100-continue") &&
+           parser.get().version() >= 11 && !parser.is_done();
+  }
+
+  // Tells a client that waits before sending its body to send it; false when that fails.
+  Awaitable<bool> SendContinue() {
+    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    deadline_.ExpiresAfter(limits_.write_timeout);
+    beast::error_code ec;
+    co_await asio::async_write(socket_, asio::buffer(kContinue.data(), kContinue.size()),
+                               asio::redirect_error(kUseAwaitable, ec));
+    co_return !ec;
+  }
+
+  // Reads the request's body, within the header timeout; false when the connection ends
+  // (answered, when the body was bad and the socket can still say so).
+  Awaitable<bool> ReadBody(Parser& parser) {
+    beast::error_code ec;
     if (!parser.is_done()) {
-      deadline.ExpiresAfter(limits.header_timeout);
-      co_await bhttp::async_read(socket, buffer, parser, asio::redirect_error(kUseAwaitable, ec));
+      deadline_.ExpiresAfter(limits_.header_timeout);
+      co_await bhttp::async_read(socket_, buffer_, parser, asio::redirect_error(kUseAwaitable, ec));
     }
     if (ec || UnframedBody(parser.get())) {
       // Named, not a temporary of the co_await: GCC 12 destroys a conditional's temporary there
@@ -195,35 +216,85 @@ Awaitable<void> Session(Socket socket, size_t loop, std::shared_ptr<Server::Stat
       std::optional<HttpResponse> failure =
           ec ? ReadFailure(ec)
              : MakeResponse(bhttp::status::bad_request, "bad request: unframed body\n");
-      if (!deadline.expired()) {
-        answered =
-            co_await SendFailure(socket, deadline, std::move(failure), head, limits.write_timeout);
-      }
-      break;
+      co_await RefuseUnlessExpired(std::move(failure));
+      co_return false;
     }
     // The deadline may have closed the socket in the same turn of the loop as the read ended.
-    if (deadline.expired()) break;
+    co_return !deadline_.expired();
+  }
+
+  // Hands the request to the handler and writes its answer; false when the connection ends
+  // after it.
+  Awaitable<bool> Answer(Parser& parser) {
     // No deadline while the request is handled: the store and the upstream keep their own.
-    deadline.ExpiresNever();
+    deadline_.ExpiresNever();
     HttpRequest request = parser.release();
     const bool keep_alive = request.keep_alive();
     // Whoever made the answer, a HEAD request gets its head alone (RFC 9110 9.3.2).
     const bool with_body = request.method() != bhttp::verb::head;
-    HttpResponse response = co_await state->handler(std::move(request), peer, loop);
-    response.keep_alive(keep_alive && !state->stopping);
-    deadline.ExpiresAfter(limits.write_timeout);
-    MessageBuffers buffers = SerializeMessage(response, head, with_body);
-    if (!WriteNow(socket, buffers, ec))
-      co_await asio::async_write(socket, buffers, asio::redirect_error(kUseAwaitable, ec));
-    answered = !ec;
-    if (ec || !response.keep_alive()) break;
+    HttpResponse response = co_await state_->handler(std::move(request), peer_, loop_);
+    response.keep_alive(keep_alive && !state_->stopping);
+    const bool written = co_await Write(response, with_body);
+    co_return written && response.keep_alive();
   }
-  // After the loop: a drain does not wait for it, and the last request's memory is gone.
-  if (answered) {
-    co_await Linger(socket, deadline, buffer);
-  } else {
-    socket.shutdown(Socket::shutdown_send, ec);
+
+  // Writes `message` within the write timeout; false when that fails.
+  Awaitable<bool> Write(const HttpResponse& message, bool with_body) {
+    deadline_.ExpiresAfter(limits_.write_timeout);
+    beast::error_code ec;
+    MessageBuffers buffers = SerializeMessage(message, head_, with_body);
+    if (!WriteNow(socket_, buffers, ec))
+      co_await asio::async_write(socket_, buffers, asio::redirect_error(kUseAwaitable, ec));
+    answered_ = !ec;
+    co_return !ec;
   }
+
+  // Sends `refusal`, the last answer on the connection; nothing when there is none (the client
+  // went away).
+  Awaitable<void> Refuse(std::optional<HttpResponse> refusal) {
+    if (!refusal) co_return;
+    refusal->keep_alive(false);
+    // The connection ends after it, so a body a HEAD request should not see cannot mislead.
+    co_await Write(*refusal, /*with_body=*/true);
+  }
+
+  // Refuse, unless the deadline closed the socket: then it cannot answer.
+  Awaitable<void> RefuseUnlessExpired(std::optional<HttpResponse> refusal) {
+    if (!deadline_.expired()) co_await Refuse(std::move(refusal));
+  }
+
+  // Closing a socket with unread bytes resets the connection, and the reset can overtake the
+  // last answer: a client still sending a body the gateway refused, or requests pipelined
+  // behind a `Connection: close`, would lose it. So after the last answer the send side is shut
+  // and what the client still sends is read and dropped, until it closes or kLingerTime passes
+  // (nginx's lingering close). Without an answer, there is nothing to protect.
+  Awaitable<void> Close() {
+    beast::error_code ec;
+    socket_.shutdown(Socket::shutdown_send, ec);
+    if (!answered_) co_return;
+    deadline_.ExpiresAfter(kLingerTime);
+    while (!ec) {
+      buffer_.clear();
+      co_await socket_.async_read_some(ReadRoom(buffer_), asio::redirect_error(kUseAwaitable, ec));
+    }
+  }
+
+  Socket socket_;
+  const size_t loop_;
+  const std::shared_ptr<Server::State> state_;
+  const ServerLimits& limits_;
+  InFlightGuard connection_;
+  const Peer peer_;
+  SocketDeadline<Socket> deadline_;
+  beast::flat_buffer buffer_;
+  std::string head_;  // each response's head, written into the same memory
+  bool first_ = true;
+  bool answered_ = false;  // whether the connection ends right after an answer
+};
+
+Awaitable<void> ServeConnection(Socket socket, size_t loop, std::shared_ptr<Server::State> state) {
+  Session session(std::move(socket), loop, std::move(state));
+  co_await session.Run();
 }
 
 std::string ListeningOn(const asio::basic_socket_acceptor<tcp, Executor>& acceptor) {
@@ -269,7 +340,7 @@ Awaitable<void> Accept(std::shared_ptr<Server::State> state) {
     socket.set_option(tcp::no_delay(true), ec);
     socket.non_blocking(true, ec);  // for WriteNow; Asio sets the descriptor so for itself anyway
     auto executor = socket.get_executor();
-    asio::co_spawn(executor, Session(std::move(socket), loop, state), asio::detached);
+    asio::co_spawn(executor, ServeConnection(std::move(socket), loop, state), asio::detached);
   }
 }
 

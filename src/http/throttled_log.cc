@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cassert>
 
 namespace sluice::http {
 
@@ -10,7 +11,7 @@ bool ThrottledLog::Warn(const std::string& what, const std::string& message) {
   const auto now = std::chrono::steady_clock::now();
   uint64_t repeats = 0;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     auto it = seen_.find(message);
     if (it != seen_.end() && now - it->second.logged < interval_) {
       ++it->second.repeats;
@@ -24,6 +25,7 @@ bool ThrottledLog::Warn(const std::string& what, const std::string& message) {
       }
       it = seen_.emplace(message, Seen{}).first;
     }
+    assert(seen_.size() <= kMaxMessages);
     repeats = std::exchange(it->second.repeats, 0);
     it->second.logged = now;
   }

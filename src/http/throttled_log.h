@@ -6,8 +6,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
+
+#include "sluice/mutex.h"
+#include "sluice/thread_annotations.h"
 
 namespace sluice::http {
 
@@ -24,7 +26,7 @@ class ThrottledLog {
 
   // Logs `message` as a warning, prefixed by `what` ("store error"), unless it was logged less
   // than an interval ago. Returns whether it was logged.
-  bool Warn(const std::string& what, const std::string& message);
+  bool Warn(const std::string& what, const std::string& message) EXCLUDES(mutex_);
 
  private:
   struct Seen {
@@ -33,8 +35,8 @@ class ThrottledLog {
   };
 
   const std::chrono::milliseconds interval_;
-  std::mutex mutex_;
-  std::map<std::string, Seen> seen_;
+  Mutex mutex_;
+  std::map<std::string, Seen> seen_ GUARDED_BY(mutex_);
 };
 
 }  // namespace sluice::http

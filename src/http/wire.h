@@ -1,7 +1,7 @@
 // A message held in memory, to the bytes of HTTP/1.1: its head written into a string the caller
-// keeps from message to message, and its body sent from where it lies, in one gather write.
-// Beast's serializer walks a generic buffer sequence a piece at a time, made for bodies that
-// arrive in parts; for a whole message the same bytes cost a small part of that work.
+// keeps from message to message, and its body sent from where it lies, in one write of several
+// buffers. Beast's serializer walks a generic buffer sequence a piece at a time, made for bodies
+// that arrive in parts; for a whole message the same bytes cost a small part of that work.
 #pragma once
 
 #include <utility>  // before asio: Boost 1.74's coroutine support needs it first

@@ -25,7 +25,7 @@ long Counter(const std::string& metrics, const std::string& series) {
   return at == std::string::npos ? -1 : std::stol(metrics.substr(at + series.size() + 2));
 }
 
-bool Logged(const Gateway& gateway, const std::string& line) {
+bool Logged(const GatewayProcess& gateway, const std::string& line) {
   return WaitUntil([&] { return gateway.Log().find(line) != std::string::npos; },
                    milliseconds(3000));
 }
@@ -36,10 +36,10 @@ bool Logged(const Gateway& gateway, const std::string& line) {
 TEST(BoundsE2eTest, TheLocalCountsAtTheirBoundForgetSettledBucketsAndRefuseWhenAllOwe) {
   RedisServer redis;
   Upstream upstream;
-  Gateway gateway(upstream.port(),
-                  RedisStore(redis, ", max_buckets: 20") +
-                      "rules:\n  - {name: per-key, key: key, capacity: 100, period: 1h, "
-                      "counting: synced, sync_interval: 100ms}\n");
+  GatewayProcess gateway(upstream.port(),
+                         RedisStore(redis, ", max_buckets: 20") +
+                             "rules:\n  - {name: per-key, key: key, capacity: 100, period: 1h, "
+                             "counting: synced, sync_interval: 100ms}\n");
   // A bucket first seen is synced within a few milliseconds, and owes nothing after that: a new
   // client finds room (should the last few not be synced yet, it is let in once they are).
   for (int i = 0; i < 60; ++i) {
@@ -78,9 +78,10 @@ TEST(BoundsE2eTest, TheLocalCountsAtTheirBoundForgetSettledBucketsAndRefuseWhenA
 TEST(BoundsE2eTest, AFullRedisGivesChecksTheFailurePolicyAndTheLogSaysWhy) {
   RedisServer redis({"--maxmemory-policy", "noeviction"});
   Upstream upstream;
-  Gateway gateway(upstream.port(), RedisStore(redis) +
-                                       "rules:\n  - {name: per-key, key: key, capacity: 100, "
-                                       "period: 1h}\n");
+  GatewayProcess gateway(upstream.port(),
+                         RedisStore(redis) +
+                             "rules:\n  - {name: per-key, key: key, capacity: 100, "
+                             "period: 1h}\n");
   ASSERT_EQ(gateway.Get("/", {{"X-Api-Key", "before"}}).status, 200);
   // Two megabytes of other data, then a maxmemory of one: full, whatever a command's size.
   auto client = redis.Client();

@@ -26,9 +26,9 @@ TEST(NginxE2eTest, AuthRequestExampleLimitsThroughNginx) {
   if (system("command -v nginx >/dev/null") != 0)
     GTEST_FAIL() << "nginx missing: run scripts/bootstrap";
   e2e::Upstream upstream;
-  e2e::Gateway sluice(upstream.port(),
-                      "client: {trusted_proxies: [127.0.0.1/32]}\n"
-                      "rules:\n  - {name: per-key, key: key, capacity: 3, period: 1h}\n");
+  e2e::GatewayProcess sluice(upstream.port(),
+                             "client: {trusted_proxies: [127.0.0.1/32]}\n"
+                             "rules:\n  - {name: per-key, key: key, capacity: 3, period: 1h}\n");
   const uint16_t nginx_port = FreePort();
   std::ifstream example(std::string(SLUICE_SOURCE_DIR) + "/docs/nginx-auth-request.conf");
   std::stringstream server;

@@ -65,8 +65,8 @@ TEST(OutOfDescriptorsE2eTest, AcceptingPausesAtTheLimitAndResumes) {
 #if defined(__SANITIZE_ADDRESS__)
   // UBSan's vptr check reads a vtable it has not seen before through a pipe, to learn whether the
   // memory is readable; held at its limit, the gateway has no descriptor left for the pipe, and
-  // the check reports the vtable invalid (and used to stop the gateway as it logged the pause).
-  // That false report must not stop it: the sanitizer build lets the vptr check alone go on.
+  // the check reports the vtable invalid, which with halt_on_error would stop the gateway as it
+  // logs the pause. That false report must not stop it: the vptr check alone goes on.
   argv.insert(argv.begin(), {"env", "UBSAN_OPTIONS=halt_on_error=0"});
 #endif
   Process gateway(argv, log);

@@ -104,10 +104,10 @@ class Upstream {
 };
 
 // One `sluice serve` process with `body` as the rest of its configuration.
-class Gateway {
+class GatewayProcess {
  public:
   // `upstream_fields` go into the upstream's map after its address and timeout.
-  Gateway(uint16_t upstream_port, const std::string& body, std::string upstream_fields = "")
+  GatewayProcess(uint16_t upstream_port, const std::string& body, std::string upstream_fields = "")
       : upstream_fields_(std::move(upstream_fields)) {
     StartOnFreePorts(
         [&]() -> Process& {

@@ -16,13 +16,13 @@ using json = nlohmann::json;
 using testing::PostgresServer;
 using testing::SharedPostgres;
 
-HttpResult Check(const Gateway& gateway, const std::string& key, const std::string& tenant) {
+HttpResult Check(const GatewayProcess& gateway, const std::string& key, const std::string& tenant) {
   return Fetch(gateway.check(), "POST", "/v1/check", {},
                json{{"attributes", {{"key", key}, {"tenant", tenant}}}}.dump());
 }
 
 // The rate limit rule's tokens left, by a look that takes none.
-int64_t PerKeyLeft(const Gateway& gateway, const std::string& key) {
+int64_t PerKeyLeft(const GatewayProcess& gateway, const std::string& key) {
   const HttpResult r = Fetch(gateway.check(), "POST", "/v1/check", {},
                              json{{"attributes", {{"key", key}}}, {"cost", 0}}.dump());
   return json::parse(r.body)["rules"][0]["remaining"].get<int64_t>();
@@ -30,12 +30,12 @@ int64_t PerKeyLeft(const Gateway& gateway, const std::string& key) {
 
 TEST(QuotaGatewayTest, AQuotaRejectsWithItsWindowAndTheRefundPolicyGivesTokensBack) {
   Upstream upstream;
-  Gateway gateway(upstream.port(),
-                  "policy: refund\n" + SharedPostgres().QuotaStoreYaml() +
-                      "rules:\n"
-                      "  - {name: per-key, key: key, capacity: 100, period: 1m}\n"
-                      "  - {name: monthly, key: tenant, capacity: 3, period: month, "
-                      "durable: true}\n");
+  GatewayProcess gateway(upstream.port(),
+                         "policy: refund\n" + SharedPostgres().QuotaStoreYaml() +
+                             "rules:\n"
+                             "  - {name: per-key, key: key, capacity: 100, period: 1m}\n"
+                             "  - {name: monthly, key: tenant, capacity: 3, period: month, "
+                             "durable: true}\n");
   for (int i = 0; i < 3; ++i) {
     const HttpResult r = Check(gateway, "ak_e2e", "org_e2e");
     ASSERT_EQ(r.status, 200) << r.body;
@@ -77,10 +77,11 @@ TEST(QuotaGatewayTest, AQuotaRejectsWithItsWindowAndTheRefundPolicyGivesTokensBa
 
 TEST(QuotaGatewayTest, ReadinessFollowsTheQuotaStoreAndClosedFailsAQuotaClosed) {
   Upstream upstream;
-  Gateway gateway(upstream.port(), SharedPostgres().QuotaStoreYaml() +
-                                       "rules:\n"
-                                       "  - {name: daily, key: tenant, capacity: 100, period: "
-                                       "day, durable: true}\n");
+  GatewayProcess gateway(upstream.port(),
+                         SharedPostgres().QuotaStoreYaml() +
+                             "rules:\n"
+                             "  - {name: daily, key: tenant, capacity: 100, period: "
+                             "day, durable: true}\n");
   EXPECT_EQ(Fetch(gateway.admin(), "GET", "/readyz").status, 200);
   EXPECT_EQ(Check(gateway, "k", "org_ready").status, 200);
   SharedPostgres().Crash();

@@ -13,7 +13,7 @@
 namespace sluice {
 namespace {
 
-using e2e::Gateway;
+using e2e::GatewayProcess;
 using e2e::Upstream;
 using testing::Fetch;
 using testing::HttpResult;
@@ -33,7 +33,7 @@ std::string BudgetConfig(uint16_t redis_port, const std::string& period = "1m") 
          "    cost_from: {response_header: X-Usage-Tokens}\n";
 }
 
-HttpResult Use(const Gateway& gateway, const std::string& key, int tokens,
+HttpResult Use(const GatewayProcess& gateway, const std::string& key, int tokens,
                const std::string& extra = "") {
   return gateway.Get("/usage?tokens=" + std::to_string(tokens) + extra, {{"X-Api-Key", key}});
 }
@@ -41,7 +41,7 @@ HttpResult Use(const Gateway& gateway, const std::string& key, int tokens,
 TEST(ReportedCostE2eTest, ABudgetIsServedUntilItsResponsesUsedItThenRefused) {
   RedisServer redis;
   Upstream upstream;
-  Gateway gateway(upstream.port(), BudgetConfig(redis.port()));
+  GatewayProcess gateway(upstream.port(), BudgetConfig(redis.port()));
   HttpResult first = Use(gateway, "ak_1", 300);
   ASSERT_EQ(first.status, 200);
   // The headers say what is left after the response's own charge.
@@ -63,8 +63,8 @@ TEST(ReportedCostE2eTest, TwoGatewaysShareTheBudgetExactly) {
   RedisServer redis;
   Upstream upstream;
   // An hour's budget: what refills while the test runs is not a whole 100 tokens.
-  Gateway a(upstream.port(), BudgetConfig(redis.port(), "1h"));
-  Gateway b(upstream.port(), BudgetConfig(redis.port(), "1h"));
+  GatewayProcess a(upstream.port(), BudgetConfig(redis.port(), "1h"));
+  GatewayProcess b(upstream.port(), BudgetConfig(redis.port(), "1h"));
   int served = 0;
   for (int i = 0; i < 20; ++i) {
     if (Use(i % 2 == 0 ? a : b, "ak_shared", 100).status == 200) ++served;
@@ -78,7 +78,7 @@ TEST(ReportedCostE2eTest, TwoGatewaysShareTheBudgetExactly) {
 TEST(ReportedCostE2eTest, AMissingOrMalformedHeaderChargesTheRuleCostAndAFailureNothing) {
   RedisServer redis;
   Upstream upstream;
-  Gateway gateway(upstream.port(), BudgetConfig(redis.port(), "1h"));
+  GatewayProcess gateway(upstream.port(), BudgetConfig(redis.port(), "1h"));
   // No X-Usage-Tokens: the demo upstream's plain answer; the rule's cost (1) is charged.
   HttpResult plain = gateway.Get("/", {{"X-Api-Key", "ak_m"}});
   ASSERT_EQ(plain.status, 200);
@@ -95,31 +95,6 @@ TEST(ReportedCostE2eTest, AMissingOrMalformedHeaderChargesTheRuleCostAndAFailure
   HttpResult look = Fetch(gateway.check(), "POST", "/v1/check", {},
                           R"({"attributes": {"key": "ak_m"}, "cost": 0})");
   EXPECT_NE(look.body.find(R"("remaining":998)"), std::string::npos) << look.body;
-}
-
-TEST(ReportedCostE2eTest, TheCheckApiLooksThenTakesAReport) {
-  RedisServer redis;
-  Upstream upstream;
-  Gateway gateway(upstream.port(), BudgetConfig(redis.port()));
-  auto check = [&](const std::string& body) {
-    return Fetch(gateway.check(), "POST", "/v1/check", {}, body);
-  };
-  auto report = [&](const std::string& body) {
-    return Fetch(gateway.check(), "POST", "/v1/report", {}, body);
-  };
-  const std::string attributes = R"("attributes": {"key": "ak_c"})";
-  HttpResult look = check("{" + attributes + R"(, "cost": 0})");
-  EXPECT_EQ(look.status, 200);
-  EXPECT_NE(look.body.find(R"("remaining":1000)"), std::string::npos) << look.body;
-  HttpResult charged = report("{" + attributes + R"(, "cost": 1500})");
-  EXPECT_EQ(charged.status, 200);  // never refused for being over: the work is done
-  EXPECT_NE(charged.body.find(R"("remaining":0)"), std::string::npos) << charged.body;
-  EXPECT_EQ(check("{" + attributes + R"(, "cost": 0})").status, 429);  // in debt
-  // Bad input: a report needs a cost, a whole number in range.
-  EXPECT_EQ(report("{" + attributes + "}").status, 400);
-  EXPECT_EQ(report("{" + attributes + R"(, "cost": -1})").status, 400);
-  EXPECT_EQ(report("{" + attributes + R"(, "cost": "ten"})").status, 400);
-  EXPECT_EQ(Fetch(gateway.check(), "GET", "/v1/report").status, 405);
 }
 
 }  // namespace

@@ -18,7 +18,7 @@
 namespace sluice {
 namespace {
 
-using e2e::Gateway;
+using e2e::GatewayProcess;
 using e2e::Upstream;
 using std::chrono::milliseconds;
 using testing::DrillBucket;
@@ -65,7 +65,7 @@ TEST(StoreFaultE2eTest, TheGatewayAndTheRateLimitServiceDecideInTimeThroughEvery
   const uint16_t json = testing::FreePort();
   config << "rls:\n  json_listen: 127.0.0.1:" << json << "\n  config: [" << dir.string()
          << "]\n  failure: error\n";
-  Gateway gateway(upstream.port(), config.str());
+  GatewayProcess gateway(upstream.port(), config.str());
   ASSERT_TRUE(e2e::WaitUntil([&] { return Fetch(json, "POST", "/json", {}, "{}").status != 0; },
                              milliseconds(5000)));
 

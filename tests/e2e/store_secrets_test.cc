@@ -18,7 +18,7 @@ namespace sluice {
 namespace {
 
 using e2e::CheckConfig;
-using e2e::Gateway;
+using e2e::GatewayProcess;
 using e2e::Upstream;
 using e2e::WaitUntil;
 using std::chrono::milliseconds;
@@ -32,7 +32,7 @@ constexpr const char* kPassword = "s3cret-Pa55word-e2e";
 constexpr const char* kWrongPassword = "wr0ng-Pa55word-e2e";
 
 // Everything `body` of a configuration answers through each of the gateway's front ends.
-std::vector<std::string> Answers(const Gateway& gateway, uint16_t rls_json) {
+std::vector<std::string> Answers(const GatewayProcess& gateway, uint16_t rls_json) {
   std::vector<std::string> answers;
   auto keep = [&](const HttpResult& r) {
     std::string all = std::to_string(r.status) + "\n";
@@ -59,7 +59,7 @@ class GatewayOn {
         gateway_(upstream_.port(), Body(store, rls_failure)) {}
   ~GatewayOn() { std::filesystem::remove_all(descriptors_); }
 
-  Gateway& gateway() { return gateway_; }
+  GatewayProcess& gateway() { return gateway_; }
   uint16_t rls_json() const { return rls_json_; }
   std::vector<std::string> Answers() const { return sluice::Answers(gateway_, rls_json_); }
 
@@ -79,7 +79,7 @@ class GatewayOn {
   std::filesystem::path descriptors_;
   uint16_t rls_json_;
   Upstream upstream_;
-  Gateway gateway_;
+  GatewayProcess gateway_;
 };
 
 // The answers to clients: all but /metrics, which is on the admin listener for operators and
@@ -132,7 +132,7 @@ TEST(StoreSecretsE2eTest, AnUnsetVariableIsRefusedByName) {
   std::filesystem::remove(path);
 }
 
-bool Checked(const Gateway& gateway) {
+bool Checked(const GatewayProcess& gateway) {
   return Fetch(gateway.check(), "POST", "/v1/check", {}, R"({"attributes": {"key": "ak_r"}})")
              .status == 200;
 }
