@@ -53,32 +53,32 @@ class SCOPED_CAPABILITY MutexLock {
   Mutex* const mutex_;
 };
 
-// A condition variable over one Mutex, waited on with that mutex held (it is released during
-// the wait and held again on return).
+// A condition variable, waited on with a Mutex held: the wait lets the mutex go and holds it
+// again on return. The mutex is named at each wait, so that the analysis sees the caller hold it.
 class CondVar {
  public:
-  explicit CondVar(Mutex* mutex) : mutex_(mutex) { assert(mutex != nullptr); }
+  CondVar() = default;
   CondVar(const CondVar&) = delete;
   CondVar& operator=(const CondVar&) = delete;
 
   // Waits until notified (or woken spuriously: callers loop on their condition).
-  void Wait() REQUIRES(mutex_) {
-    std::unique_lock<std::mutex> lock(Release());
+  void Wait(Mutex* mutex) REQUIRES(mutex) {
+    std::unique_lock<std::mutex> lock = Release(mutex);
     condition_.wait(lock);
-    Reacquire(lock);
+    Reacquire(mutex, lock);
   }
   // Waits until notified or `deadline`; false when the deadline passed.
   template <typename Clock, typename Duration>
-  bool WaitUntil(std::chrono::time_point<Clock, Duration> deadline) REQUIRES(mutex_) {
-    std::unique_lock<std::mutex> lock(Release());
+  bool WaitUntil(Mutex* mutex, std::chrono::time_point<Clock, Duration> deadline) REQUIRES(mutex) {
+    std::unique_lock<std::mutex> lock = Release(mutex);
     const bool notified = condition_.wait_until(lock, deadline) == std::cv_status::no_timeout;
-    Reacquire(lock);
+    Reacquire(mutex, lock);
     return notified;
   }
   // Waits until notified or `timeout` has passed; false when it passed.
   template <typename Rep, typename Period>
-  bool WaitFor(std::chrono::duration<Rep, Period> timeout) REQUIRES(mutex_) {
-    return WaitUntil(std::chrono::steady_clock::now() + timeout);
+  bool WaitFor(Mutex* mutex, std::chrono::duration<Rep, Period> timeout) REQUIRES(mutex) {
+    return WaitUntil(mutex, std::chrono::steady_clock::now() + timeout);
   }
   void Signal() { condition_.notify_one(); }
   void SignalAll() { condition_.notify_all(); }
@@ -86,16 +86,16 @@ class CondVar {
  private:
   // The held mutex as a std::unique_lock for the wait, its holder cleared while the wait lets
   // it go.
-  std::unique_lock<std::mutex> Release() {
-    mutex_->holder_.store(std::thread::id(), std::memory_order_relaxed);
-    return {mutex_->mutex_, std::adopt_lock};
+  static std::unique_lock<std::mutex> Release(Mutex* mutex) {
+    mutex->AssertHeld();
+    mutex->holder_.store(std::thread::id(), std::memory_order_relaxed);
+    return {mutex->mutex_, std::adopt_lock};
   }
-  void Reacquire(std::unique_lock<std::mutex>& lock) {
+  static void Reacquire(Mutex* mutex, std::unique_lock<std::mutex>& lock) {
     lock.release();
-    mutex_->holder_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+    mutex->holder_.store(std::this_thread::get_id(), std::memory_order_relaxed);
   }
 
-  Mutex* const mutex_;
   std::condition_variable condition_;
 };
 

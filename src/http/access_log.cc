@@ -97,11 +97,6 @@ void AccessLog::Reopen() {
   wake_.Signal();
 }
 
-void AccessLog::WaitForWork() {
-  mutex_.AssertHeld();
-  wake_.Wait();
-}
-
 void AccessLog::Run() {
   std::string batch;
   for (;;) {
@@ -109,7 +104,7 @@ void AccessLog::Run() {
     bool stopping = false;
     {
       MutexLock lock(&mutex_);
-      while (!stopping_ && !reopen_ && queued_lines_ == 0) WaitForWork();
+      while (!stopping_ && !reopen_ && queued_lines_ == 0) wake_.Wait(&mutex_);
       batch.swap(queued_);
       queued_.clear();
       queued_lines_ = 0;

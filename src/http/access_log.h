@@ -59,10 +59,6 @@ class AccessLog {
  private:
   AccessLog(config::AccessLogConfig config, int fd);
   void Run() EXCLUDES(mutex_);
-  // Waits for a line, a reopen or the stop to be asked for. Not analysed inside: the analysis
-  // cannot tell that the mutex wake_ waits with (wake_.mutex_, to it) is mutex_, so that is
-  // asserted at run time instead; callers are still checked to hold mutex_.
-  void WaitForWork() REQUIRES(mutex_) NO_THREAD_SAFETY_ANALYSIS;
   // Writes `lines` to the file whole, reopening it first when asked to.
   void WriteOut(const std::string& lines);
 
@@ -70,7 +66,7 @@ class AccessLog {
   int fd_;  // the writer's only, once started
 
   Mutex mutex_;
-  CondVar wake_{&mutex_};
+  CondVar wake_;                           // waited on with mutex_
   std::string queued_ GUARDED_BY(mutex_);  // whole lines
   size_t queued_lines_ GUARDED_BY(mutex_) = 0;
   bool reopen_ GUARDED_BY(mutex_) = false;
