@@ -54,7 +54,9 @@ class SCOPED_CAPABILITY MutexLock {
 };
 
 // A condition variable over one Mutex, waited on with that mutex held (it is released during
-// the wait and held again on return).
+// the wait and held again on return). The waits assert the mutex held in debug builds rather
+// than declare REQUIRES(mutex_): the analysis cannot see that a CondVar's mutex_ is the Mutex
+// its caller locked (a member of another object), so it would refuse every correct wait.
 class CondVar {
  public:
   explicit CondVar(Mutex* mutex) : mutex_(mutex) { assert(mutex != nullptr); }
@@ -62,14 +64,16 @@ class CondVar {
   CondVar& operator=(const CondVar&) = delete;
 
   // Waits until notified (or woken spuriously: callers loop on their condition).
-  void Wait() REQUIRES(mutex_) {
+  void Wait() {
+    mutex_->AssertHeld();
     std::unique_lock<std::mutex> lock(Release());
     condition_.wait(lock);
     Reacquire(lock);
   }
   // Waits until notified or `deadline`; false when the deadline passed.
   template <typename Clock, typename Duration>
-  bool WaitUntil(std::chrono::time_point<Clock, Duration> deadline) REQUIRES(mutex_) {
+  bool WaitUntil(std::chrono::time_point<Clock, Duration> deadline) {
+    mutex_->AssertHeld();
     std::unique_lock<std::mutex> lock(Release());
     const bool notified = condition_.wait_until(lock, deadline) == std::cv_status::no_timeout;
     Reacquire(lock);
@@ -77,7 +81,7 @@ class CondVar {
   }
   // Waits until notified or `timeout` has passed; false when it passed.
   template <typename Rep, typename Period>
-  bool WaitFor(std::chrono::duration<Rep, Period> timeout) REQUIRES(mutex_) {
+  bool WaitFor(std::chrono::duration<Rep, Period> timeout) {
     return WaitUntil(std::chrono::steady_clock::now() + timeout);
   }
   void Signal() { condition_.notify_one(); }
@@ -88,7 +92,7 @@ class CondVar {
   // it go.
   std::unique_lock<std::mutex> Release() {
     mutex_->holder_.store(std::thread::id(), std::memory_order_relaxed);
-    return std::unique_lock<std::mutex>(mutex_->mutex_, std::adopt_lock);
+    return {mutex_->mutex_, std::adopt_lock};
   }
   void Reacquire(std::unique_lock<std::mutex>& lock) {
     lock.release();

@@ -26,7 +26,6 @@ using local::LeasedCounts;
 using local::LocalBucket;
 using local::LocalBuckets;
 using local::SyncedCounts;
-using local::Waiter;
 using stores::ReplyJoin;
 
 // How often the background thread looks for due syncs and expired leases.

@@ -354,7 +354,8 @@ void CallPipeline::WriteScriptCall(const std::vector<SubmissionPtr>& submissions
     out.Arg("FCALL").Arg(FunctionName(algorithm, options_.layout));
   }
   out.Arg(static_cast<int64_t>(declared));
-  const auto undeclared = submissions.begin() + (across_slots ? 1 : submissions.size());
+  const auto undeclared =
+      submissions.begin() + static_cast<std::ptrdiff_t>(across_slots ? 1 : submissions.size());
   WriteKeys(out, submissions.begin(), undeclared);
   for (const SubmissionPtr& submission : submissions) {
     for (const BucketOp& op : submission->ops) {
