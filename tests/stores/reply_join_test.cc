@@ -56,7 +56,7 @@ TEST(ReplyJoinTest, ReleaseHoldsTheAnswerUntilEveryPartIsHandedOut) {
 
 TEST(ReplyJoinTest, AnswerAtOnceFailsOnTheFirstErrorAndIgnoresTheRest) {
   Heard heard;
-  ReplyJoin join(3, 3, ReplyJoin::OnError::kAnswerAtOnce, heard.Callback());
+  ReplyJoin join(3, 4, ReplyJoin::OnError::kAnswerAtOnce, heard.Callback());
   join.Set(0, Remaining(1));
   join.Fail(Status::Unavailable("first"));
   ASSERT_EQ(heard.calls, 1);
