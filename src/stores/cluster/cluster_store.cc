@@ -182,7 +182,7 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
                        });
   }
 
-  void OnCallDone(const CallPtr& call, Result<std::vector<BucketReply>> result) {
+  void OnCallDone(const CallPtr& call, const Result<std::vector<BucketReply>>& result) {
     stores::ReplyJoin& join = *call->apply->join;
     if (join.Answered()) return;
     if (result.ok()) return join.Answer(call->indices, result);

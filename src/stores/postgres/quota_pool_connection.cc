@@ -34,12 +34,13 @@ void QuotaPool::Connect(Slot& slot) {
     password = password_;
   }
   auto self = shared_from_this();
-  slot.connection->Connect(ParamsOf(options_, password), [self, &slot, generation](Status s) {
-    if (generation != slot.generation || self->stopping_) return;
-    if (!s.ok()) return self->Down(slot, s, slot.connection->refused());
-    self->connects_.fetch_add(1, std::memory_order_relaxed);
-    self->SetUp(slot, generation);
-  });
+  slot.connection->Connect(ParamsOf(options_, password),
+                           [self, &slot, generation](const Status& s) {
+                             if (generation != slot.generation || self->stopping_) return;
+                             if (!s.ok()) return self->Down(slot, s, slot.connection->refused());
+                             self->connects_.fetch_add(1, std::memory_order_relaxed);
+                             self->SetUp(slot, generation);
+                           });
   slot.timer.expires_after(options_.connect_timeout);
   slot.timer.async_wait([self, &slot, generation](const boost::system::error_code& ec) {
     if (ec || generation != slot.generation || self->stopping_) return;
@@ -61,7 +62,7 @@ void QuotaPool::SetUp(Slot& slot, unsigned generation) {
 void QuotaPool::ValidateShape(Slot& slot, unsigned generation, bool created) {
   slot.connection->Script(std::string(QuotaShapeSql()),
                           [self = shared_from_this(), &slot, generation,
-                           created](Result<std::vector<PgResult>> results) {
+                           created](const Result<std::vector<PgResult>>& results) {
                             if (generation != slot.generation || self->stopping_) return;
                             self->OnShape(slot, generation, created, results);
                           });
@@ -105,7 +106,7 @@ void QuotaPool::OnShape(Slot& slot, unsigned generation, bool created,
 void QuotaPool::CreateSchema(Slot& slot, unsigned generation) {
   slot.connection->Script(
       std::string(QuotaSchemaSql()),
-      [self = shared_from_this(), &slot, generation](Result<std::vector<PgResult>> made) {
+      [self = shared_from_this(), &slot, generation](const Result<std::vector<PgResult>>& made) {
         if (generation != slot.generation || self->stopping_) return;
         if (made.ok()) return self->ValidateShape(slot, generation, /*created=*/true);
         if (made.status().code() == StatusCode::kUnavailable) {
@@ -128,7 +129,7 @@ void QuotaPool::Listen(Slot& slot, unsigned generation) {
     if (channel == kChannel) self->OnNotice(payload);
   });
   slot.connection->Query("LISTEN " + std::string(kChannel), {},
-                         [self, &slot, generation](Result<std::vector<PgResult>> results) {
+                         [self, &slot, generation](const Result<std::vector<PgResult>>& results) {
                            if (generation != slot.generation || self->stopping_) return;
                            if (!results.ok()) return self->Down(slot, results.status());
                            // Notices may have gone unheard while nothing listened.
@@ -140,7 +141,7 @@ void QuotaPool::Listen(Slot& slot, unsigned generation) {
 void QuotaPool::PrepareTake(Slot& slot, unsigned generation) {
   slot.connection->Prepare(
       kTakeName, kTakeStatement,
-      [self = shared_from_this(), &slot, generation](Result<std::vector<PgResult>> results) {
+      [self = shared_from_this(), &slot, generation](const Result<std::vector<PgResult>>& results) {
         if (generation != slot.generation || self->stopping_) return;
         if (!results.ok()) return self->Down(slot, results.status());
         self->BecomeIdle(slot);
