@@ -214,7 +214,7 @@ void QuotaPool::OnBatch(Slot& slot, unsigned generation, Result<std::vector<PgRe
   std::vector<size_t> sizes;
   sizes.reserve(batch.size());
   for (const auto& take : batch) sizes.push_back(take->ops.size());
-  const Result<std::vector<std::vector<QuotaReply>>> replies =
+  Result<std::vector<std::vector<QuotaReply>>> replies =
       results.ok() ? BatchReplies(*results, sizes)
                    : Result<std::vector<std::vector<QuotaReply>>>(results.status());
   for (size_t i = 0; i < batch.size(); ++i) {

@@ -77,7 +77,7 @@ class QuotaPool : public std::enable_shared_from_this<QuotaPool> {
     unsigned generation = 0;  // raised at each new connection: older callbacks are stale
   };
 
-  void Enqueue(std::unique_ptr<PendingTake> check);
+  void Enqueue(std::unique_ptr<PendingTake> take);
   void Connect(Slot& slot);
   void SetUp(Slot& slot, unsigned generation);
   // Reads what is wrong with the table, if anything (quota_shape.sql), and OnShape acts on it:
