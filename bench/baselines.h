@@ -37,6 +37,7 @@
 
 #include "sluice/rule.h"
 #include "sluice/token_bucket.h"
+#include "stores/redis/reply.h"
 
 namespace sluice::baselines {
 
@@ -138,10 +139,7 @@ class Client {
                  Algorithm algorithm = Algorithm::kTokenBucket);
 
  private:
-  struct ReplyDeleter {
-    void operator()(redisReply* reply) const { freeReplyObject(reply); }
-  };
-  using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
+  using Reply = redis::ReplyPtr;
 
   // Sends `commands` in one write and reads their replies: one round trip.
   std::vector<Reply> RoundTrip(const std::vector<std::vector<std::string>>& commands);

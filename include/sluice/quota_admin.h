@@ -49,7 +49,7 @@ class QuotaAdmin {
   explicit QuotaAdmin(pg_conn* conn) : conn_(conn) {}
 
   // Fails with what is wrong when the table or functions are not there, or not right.
-  Status CheckShape();
+  Status ValidateShape();
 
   // Calls `function` (get or set; $5 the clock, $6 `used` when given) on the quota's window and
   // reads its (used, window_start, window_end).

@@ -4,14 +4,12 @@
 
 #include <gtest/gtest.h>
 
-#include <map>
-#include <mutex>
-#include <set>
 #include <string>
 #include <utility>
 
 #include "sluice/headers.h"
 #include "sluice/memory_store.h"
+#include "support/fake_store.h"
 
 namespace sluice {
 namespace {
@@ -19,51 +17,6 @@ namespace {
 constexpr int64_t kWindowStart = 1'000'000;
 constexpr int64_t kWindowEnd = 1'000'000 + 30LL * 24 * 3600 * 1000;
 constexpr int64_t kNow = kWindowEnd - 90'000;  // 90 s before the window ends
-
-// A quota store of plain logic: one window for every quota, all or nothing per take.
-class FakeQuotaStore final : public QuotaStore {
- public:
-  void Take(std::vector<QuotaOp> ops, QuotaCallback done) override {
-    std::unique_lock lock(mutex_);
-    ++takes;
-    if (!error.ok()) {
-      lock.unlock();
-      return done(error);
-    }
-    bool all_fit = true;
-    for (const QuotaOp& op : ops) {
-      if (op.enforced && used_[op.bucket + ":" + op.value] + op.cost > op.limit) all_fit = false;
-    }
-    std::vector<QuotaReply> replies;
-    for (const QuotaOp& op : ops) {
-      int64_t& used = used_[op.bucket + ":" + op.value];
-      const bool fits = used + op.cost <= op.limit;
-      if (all_fit && fits) used += op.cost;
-      replies.push_back({fits, all_fit && fits, used, kWindowStart, kWindowEnd, kNow});
-    }
-    lock.unlock();
-    done(std::move(replies));
-  }
-  std::optional<QuotaReply> KnownRejection(const QuotaOp& op) const override {
-    std::lock_guard lock(mutex_);
-    if (!spent.contains(op.bucket + ":" + op.value)) return std::nullopt;
-    return QuotaReply{false, false, op.limit, kWindowStart, kWindowEnd, kNow};
-  }
-  bool Ready() const override { return true; }
-
-  int64_t Used(const std::string& quota) {
-    std::lock_guard lock(mutex_);
-    return used_[quota];
-  }
-
-  int takes = 0;
-  Status error;
-  std::set<std::string> spent;
-
- private:
-  mutable std::mutex mutex_;
-  std::map<std::string, int64_t> used_;
-};
 
 Rule PerKey() { return {"per-key", "key", "", {10, 10, 60'000}, 1}; }
 
@@ -80,7 +33,8 @@ const Request kRequest{{"key", "ak_1"}, {"tenant", "org_acme"}};
 
 struct QuotaLimiter {
   std::shared_ptr<MemoryStore> store = std::make_shared<MemoryStore>();
-  std::shared_ptr<FakeQuotaStore> quotas = std::make_shared<FakeQuotaStore>();
+  std::shared_ptr<testing::FakeQuotaStore> quotas =
+      std::make_shared<testing::FakeQuotaStore>(kWindowStart, kWindowEnd, kNow);
   std::unique_ptr<Limiter> limiter;
 
   explicit QuotaLimiter(std::vector<Rule> rules,
@@ -118,7 +72,7 @@ TEST(LimiterQuotaTest, AQuotaIsSpentOnlyByRequestsTheOtherRulesAllow) {
   for (int i = 0; i < 12; ++i) s.limiter->CheckBlocking(kRequest);
   // Ten passed the rate limit and took quota; the two it rejected never reached the quota store.
   EXPECT_EQ(s.quotas->Used("tenant:org_acme"), 10);
-  EXPECT_EQ(s.quotas->takes, 10);
+  EXPECT_EQ(s.quotas->takes(), 10);
 }
 
 TEST(LimiterQuotaTest, AQuotaRejectionIsARejectionWithTheWindowsHeaders) {
@@ -162,7 +116,7 @@ TEST(LimiterQuotaTest, AQuotaRejectionRefundsTheOtherRulesUnderRefund) {
 
 TEST(LimiterQuotaTest, TheQuotaStoresFailurePolicyDecidesWhenItFails) {
   QuotaLimiter closed({PerKey(), Monthly(5)}, MultiRulePolicy::kRefund);
-  closed.quotas->error = Status::DeadlineExceeded("no answer");
+  closed.quotas->FailWith(Status::DeadlineExceeded("no answer"));
   Decision d = closed.limiter->CheckBlocking(kRequest);
   EXPECT_FALSE(d.allowed);
   EXPECT_FALSE(d.checked);
@@ -172,7 +126,7 @@ TEST(LimiterQuotaTest, TheQuotaStoresFailurePolicyDecidesWhenItFails) {
   EXPECT_EQ(closed.limiter->Stats().quota_errors, 1U);
 
   QuotaLimiter open({PerKey(), Monthly(5)}, MultiRulePolicy::kRefund, FailurePolicy::kOpen);
-  open.quotas->error = Status::Unavailable("down");
+  open.quotas->FailWith(Status::Unavailable("down"));
   d = open.limiter->CheckBlocking(kRequest);
   EXPECT_TRUE(d.allowed);
   EXPECT_FALSE(d.checked);
@@ -181,11 +135,11 @@ TEST(LimiterQuotaTest, TheQuotaStoresFailurePolicyDecidesWhenItFails) {
 
 TEST(LimiterQuotaTest, ASpentQuotaIsRejectedWithoutAskingAnyStore) {
   QuotaLimiter s({PerKey(), Monthly(5)});
-  s.quotas->spent.insert("tenant:org_acme");  // the rule's bucket family: its attribute
+  s.quotas->MarkSpent("tenant:org_acme");  // the rule's bucket family: its attribute
   const Decision d = s.limiter->CheckBlocking(kRequest);
   EXPECT_FALSE(d.allowed);
   EXPECT_TRUE(d.from_cache);
-  EXPECT_EQ(s.quotas->takes, 0);
+  EXPECT_EQ(s.quotas->takes(), 0);
   EXPECT_EQ(s.PerKeyLeft(), 10);  // the rate limit was not charged either
   EXPECT_EQ(s.limiter->Stats().quota_cache_rejections, 1U);
 }
@@ -203,7 +157,7 @@ TEST(LimiterQuotaTest, AValueTooLongForAKeyIsRefused) {
   const Decision d = s.limiter->CheckBlocking({{"tenant", std::string(1025, 'x')}});
   EXPECT_FALSE(d.allowed);
   EXPECT_EQ(d.error.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(s.quotas->takes, 0);
+  EXPECT_EQ(s.quotas->takes(), 0);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "sluice/memory_store.h"
 #include "sluice/over_limit_cache.h"
+#include "support/fake_store.h"
 
 namespace sluice {
 namespace {
@@ -16,15 +17,11 @@ namespace {
 namespace asio = boost::asio;
 
 // A store that always fails, for the failure policy's logic.
-class FailingStore final : public Store {
- public:
-  void Apply(std::vector<BucketOp>, StoreCallback done) override {
-    done(Status::DeadlineExceeded("no answer within 50 ms"));
-  }
-  void ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallback done) override {
-    Apply(std::move(ops), std::move(done));
-  }
-};
+std::shared_ptr<Store> FailingStore() {
+  auto store = std::make_shared<testing::FakeStore>();
+  store->FailWith(Status::DeadlineExceeded("no answer within 50 ms"));
+  return store;
+}
 
 const Rule kPerKey{"per-key", "key", "", {2, 2, 60'000}, 1};
 
@@ -35,7 +32,7 @@ std::unique_ptr<Limiter> Make(std::shared_ptr<Store> store, LimiterOptions optio
 }
 
 TEST(LimiterTest, FailOpenAllowsAndSaysItDidNotCheck) {
-  auto limiter = Make(std::make_shared<FailingStore>());
+  auto limiter = Make(FailingStore());
   Decision d = limiter->CheckBlocking({{"key", "a"}});
   EXPECT_TRUE(d.allowed);
   EXPECT_FALSE(d.checked);
@@ -47,32 +44,14 @@ TEST(LimiterTest, FailOpenAllowsAndSaysItDidNotCheck) {
 TEST(LimiterTest, FailClosedDenies) {
   LimiterOptions options;
   options.failure = FailurePolicy::kClosed;
-  Decision d = Make(std::make_shared<FailingStore>(), options)->CheckBlocking({{"key", "a"}});
+  Decision d = Make(FailingStore(), options)->CheckBlocking({{"key", "a"}});
   EXPECT_FALSE(d.allowed);
   EXPECT_FALSE(d.checked);
 }
 
-// Counts the calls that reach the memory store behind it.
-class CountingStore final : public Store {
- public:
-  explicit CountingStore(std::shared_ptr<Store> inner) : inner_(std::move(inner)) {}
-  void Apply(std::vector<BucketOp> ops, StoreCallback done) override {
-    ++calls;
-    inner_->Apply(std::move(ops), std::move(done));
-  }
-  void ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallback done) override {
-    ++calls;
-    inner_->ApplyAllOrNothing(std::move(ops), std::move(done));
-  }
-  std::atomic<int> calls{0};
-
- private:
-  std::shared_ptr<Store> inner_;
-};
-
 TEST(LimiterTest, OverLimitCacheAnswersAnEmptyBucketUntilItsRetryTime) {
   auto clock = std::make_shared<ManualClock>(0);
-  auto store = std::make_shared<CountingStore>(std::make_shared<MemoryStore>(clock));
+  auto store = std::make_shared<testing::FakeStore>(std::make_shared<MemoryStore>(clock));
   LimiterOptions options;
   options.over_limit_cache = std::make_shared<OverLimitCache>(clock, 1000);
   auto limiter = Make(store, options);  // 2 a minute: one token every 30 s
@@ -82,7 +61,7 @@ TEST(LimiterTest, OverLimitCacheAnswersAnEmptyBucketUntilItsRetryTime) {
   Decision rejected = limiter->CheckBlocking(a);
   EXPECT_FALSE(rejected.allowed);
   EXPECT_FALSE(rejected.from_cache);
-  EXPECT_EQ(store->calls, 3);
+  EXPECT_EQ(store->calls(), 3);
   for (int i = 0; i < 10; ++i) {
     Decision d = limiter->CheckBlocking(a);
     EXPECT_FALSE(d.allowed);
@@ -90,12 +69,12 @@ TEST(LimiterTest, OverLimitCacheAnswersAnEmptyBucketUntilItsRetryTime) {
     EXPECT_TRUE(d.checked);
     EXPECT_EQ(d.retry_after_s, 30);
   }
-  EXPECT_EQ(store->calls, 3) << "the store was asked about a key the cache knows is empty";
+  EXPECT_EQ(store->calls(), 3) << "the store was asked about a key the cache knows is empty";
   EXPECT_EQ(limiter->Stats().cache_rejections, 10u);
   EXPECT_TRUE(limiter->CheckBlocking({{"key", "b"}}).allowed);  // other keys are not touched
   clock->Advance(30'000);
   EXPECT_TRUE(limiter->CheckBlocking(a).allowed);  // the token is back, and the store says so
-  EXPECT_EQ(store->calls, 5);
+  EXPECT_EQ(store->calls(), 5);
 }
 
 TEST(LimiterTest, OverlongValueIsRefusedWhateverThePolicy) {

@@ -6,13 +6,12 @@
 #include <memory>
 #include <string>
 
+#include "reply.h"
+
 namespace sluice::cluster {
 namespace {
 
-struct ReplyDeleter {
-  void operator()(redisReply* r) const { freeReplyObject(r); }
-};
-using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
+using redis::ReplyPtr;
 
 // A reply as hiredis reads it from RESP text.
 ReplyPtr Parse(const std::string& resp) {

@@ -14,6 +14,7 @@
 #include "sluice/limiter.h"
 #include "sluice/memory_store.h"
 #include "support/apply_blocking.h"
+#include "support/fake_store.h"
 
 namespace sluice {
 namespace {
@@ -51,35 +52,6 @@ class LocalCountingTest : public ::testing::Test {
   const Request request_{{"key", "k"}};
 };
 
-// A shared store that takes calls at once and carries them out when told: a sync that is still
-// out when something else happens.
-class HeldStore final : public Store {
- public:
-  explicit HeldStore(std::shared_ptr<Store> inner) : inner_(std::move(inner)) {}
-
-  void Apply(std::vector<BucketOp> ops, StoreCallback done) override {
-    held_.emplace_back([this, ops = std::move(ops), done = std::move(done)]() mutable {
-      inner_->Apply(std::move(ops), std::move(done));
-    });
-  }
-  void ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallback done) override {
-    held_.emplace_back([this, ops = std::move(ops), done = std::move(done)]() mutable {
-      inner_->ApplyAllOrNothing(std::move(ops), std::move(done));
-    });
-  }
-
-  // Carries out every call taken so far, in order.
-  void Release() {
-    std::vector<std::function<void()>> held;
-    held.swap(held_);
-    for (auto& call : held) call();
-  }
-
- private:
-  std::shared_ptr<Store> inner_;
-  std::vector<std::function<void()>> held_;
-};
-
 const Limit kTenPerDay{10, 10, 86'400'000};
 const Limit kHundredPerDay{100, 100, 86'400'000};
 
@@ -111,7 +83,10 @@ TEST_F(LocalCountingTest, SyncedDecidesLocallyBetweenSyncs) {
 // A flush while a bucket's sync is out sends what was admitted since too, without waiting for
 // that sync: at a gateway's stop nothing comes after the flush.
 TEST_F(LocalCountingTest, AFlushSendsWhatASyncStillOutLeftBehind) {
-  auto held = std::make_shared<HeldStore>(shared_);
+  // A shared store that takes calls at once and carries them out when told: a sync that is
+  // still out when something else happens.
+  auto held = std::make_shared<testing::FakeStore>(shared_);
+  held->Hold(true);
   auto gateway = std::make_shared<LocalCountingStore>(held, clock_, /*background=*/false);
   auto limiter = LimiterOn(gateway, PerKey(Counting::kSynced, kTenPerDay));
   ASSERT_TRUE(limiter->CheckBlocking(request_).allowed);
@@ -326,7 +301,10 @@ TEST_F(LocalCountingTest, AtTheBoundTheSettledBucketNearestToFullIsForgotten) {
 // policy, and the buckets held go on being decided locally. Once the store answers, every count
 // reaches it and new buckets are taken again.
 TEST_F(LocalCountingTest, AtTheBoundCountsOwedAreNeverForgottenAndNewBucketsGetTheFailurePolicy) {
-  auto held = std::make_shared<HeldStore>(shared_);
+  // A shared store that takes calls at once and carries them out when told: a sync that is
+  // still out when something else happens.
+  auto held = std::make_shared<testing::FakeStore>(shared_);
+  held->Hold(true);
   auto gateway = std::make_shared<LocalCountingStore>(held, clock_, /*background=*/false, 4);
   LimiterOptions closed;
   closed.failure = FailurePolicy::kClosed;

@@ -11,13 +11,11 @@
 
 #include "process.h"
 #include "sluice/redis_store.h"
+#include "stores/redis/reply.h"
 
 namespace sluice::testing {
 
-struct ReplyDeleter {
-  void operator()(redisReply* r) const { freeReplyObject(r); }
-};
-using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
+using redis::ReplyPtr;
 
 // A blocking hiredis connection, for tests to look at and poke the server directly.
 class RedisClient {

@@ -7,13 +7,14 @@
 #include <boost/asio.hpp>
 #include <charconv>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <thread>
 
+#include "reply_join.h"
 #include "slot_map_reader.h"
 #include "sluice/key_slot.h"
+#include "sluice/mutex.h"
 #include "store_loop.h"
 #include "topology.h"
 
@@ -50,7 +51,7 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
       reader_ = std::make_shared<cluster::SlotMapReader>(
           io_, options_, credentials_,
           [weak = weak_from_this()](const std::vector<cluster::SlotRange>& ranges) {
-            if (auto self = weak.lock()) self->ApplySlotMap(ranges);
+            if (auto self = weak.lock()) self->AdoptSlotMap(ranges);
           });
       asio::post(io_, [self = shared_from_this()] { self->reader_->Start(); });
     }
@@ -71,23 +72,28 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
       return done(Status::FailedPrecondition(
           "all-or-nothing needs every key in one slot; give the rules' keys one hash tag"));
     }
-    auto check = std::make_shared<Check>();
-    check->ops = std::move(ops);
-    check->all_or_nothing = all_or_nothing;
-    check->done = std::move(done);
-    check->deadline = Clock::now() + options_.timeout;
-    asio::post(io_, [self = shared_from_this(), check] { self->Begin(check); });
+    auto apply = std::make_shared<SplitApply>();
+    apply->all_or_nothing = all_or_nothing;
+    apply->deadline = Clock::now() + options_.timeout;
+    std::vector<CallPtr> calls = SplitBySlot(apply, ops);
+    apply->ops = std::move(ops);
+    // A failure fails the whole Apply at once: a slot's error is the caller's, whatever the
+    // other slots answer.
+    apply->join = std::make_shared<stores::ReplyJoin>(apply->ops.size(), calls.size(),
+                                                      stores::ReplyJoin::OnError::kAnswerAtOnce,
+                                                      std::move(done));
+    asio::post(io_, [self = shared_from_this(), calls = std::move(calls)] { self->Begin(calls); });
   }
 
-  bool Ready() const {
-    std::lock_guard lock(ready_mutex_);
+  bool Ready() const EXCLUDES(ready_mutex_) {
+    MutexLock lock(&ready_mutex_);
     return std::any_of(ready_view_.begin(), ready_view_.end(),
                        [](const auto& store) { return store->Ready(); });
   }
 
   // The primaries of the slot map in force (and nodes kept while they are up), by address.
-  std::vector<StoreNodeStatus> Nodes() const {
-    std::lock_guard lock(ready_mutex_);
+  std::vector<StoreNodeStatus> Nodes() const EXCLUDES(ready_mutex_) {
+    MutexLock lock(&ready_mutex_);
     std::vector<StoreNodeStatus> nodes;
     for (size_t i = 0; i < ready_view_.size(); ++i) {
       nodes.push_back({view_addresses_[i], ready_view_[i]->Ready(),
@@ -103,29 +109,20 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
   }
 
  private:
-  // One Apply: the replies fill in as the calls for its slots answer.
-  struct Check {
+  // One Apply, split by slot: its replies join as the calls for its slots answer.
+  struct SplitApply {
     std::vector<BucketOp> ops;
     bool all_or_nothing = false;  // then every op is in one slot: one call
-    StoreCallback done;
     Clock::time_point deadline;
-    std::vector<BucketReply> replies;
-    size_t outstanding = 0;
-    bool finished = false;
-
-    void Finish(Result<std::vector<BucketReply>> result) {
-      if (finished) return;
-      finished = true;
-      done(std::move(result));
-    }
+    std::shared_ptr<stores::ReplyJoin> join;
   };
-  using CheckPtr = std::shared_ptr<Check>;
+  using SplitApplyPtr = std::shared_ptr<SplitApply>;
 
-  // The operations of one check that share a slot: one script call, redirected as needed.
+  // The operations of one Apply that share a slot: one script call, redirected as needed.
   struct SlotCall {
-    CheckPtr check;
+    SplitApplyPtr apply;
     uint16_t slot = 0;
-    std::vector<size_t> indices;  // into check->ops
+    std::vector<size_t> indices;  // into apply->ops
     int redirects = 0;
     int retries = 0;
     std::string sent_to_host = {};  // of the node last asked: a redirection may name only a port
@@ -140,31 +137,36 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
   };
   using NodePtr = std::shared_ptr<Node>;
 
-  // --- Checks (on the io_context) -----------------------------------------------------------
+  // --- Applies (on the io_context, but for SplitBySlot) -------------------------------------
 
-  void Begin(const CheckPtr& check) {
-    if (stopped_) return check->Finish(Status::Unavailable("the cluster store is stopped"));
-    if (!reader_) return check->Finish(Status::Unavailable(setup_error_));
+  // One call for each slot that `ops` name, in the order of their first ops.
+  static std::vector<CallPtr> SplitBySlot(const SplitApplyPtr& apply,
+                                          const std::vector<BucketOp>& ops) {
     std::vector<CallPtr> calls;
-    for (size_t i = 0; i < check->ops.size(); ++i) {
-      const uint16_t slot = KeySlot(check->ops[i].key);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const uint16_t slot = KeySlot(ops[i].key);
       auto same = std::find_if(calls.begin(), calls.end(),
                                [slot](const CallPtr& c) { return c->slot == slot; });
       if (same == calls.end()) {
-        calls.push_back(std::make_shared<SlotCall>(SlotCall{check, slot, {}}));
+        calls.push_back(std::make_shared<SlotCall>(SlotCall{apply, slot, {}}));
         same = calls.end() - 1;
       }
       (*same)->indices.push_back(i);
     }
-    check->replies.resize(check->ops.size());
-    check->outstanding = calls.size();
+    return calls;
+  }
+
+  void Begin(const std::vector<CallPtr>& calls) {
+    stores::ReplyJoin& join = *calls.front()->apply->join;
+    if (stopped_) return join.Fail(Status::Unavailable("the cluster store is stopped"));
+    if (!reader_) return join.Fail(Status::Unavailable(setup_error_));
     for (const CallPtr& call : calls) Dispatch(call, Owner(call->slot), false);
   }
 
   void Dispatch(const CallPtr& call, const NodePtr& node, bool asking) {
-    Check& check = *call->check;
-    if (check.finished) return;
-    if (stopped_) return check.Finish(Status::Unavailable("the cluster store is stopped"));
+    SplitApply& apply = *call->apply;
+    if (apply.join->Answered()) return;
+    if (stopped_) return apply.join->Fail(Status::Unavailable("the cluster store is stopped"));
     if (!node) {
       return Retry(
           call, Status::Unavailable("no primary is known for slot " + std::to_string(call->slot)));
@@ -172,24 +174,18 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
     call->sent_to_host = node->host;
     std::vector<BucketOp> ops;
     ops.reserve(call->indices.size());
-    for (size_t i : call->indices) ops.push_back(check.ops[i]);
+    for (size_t i : call->indices) ops.push_back(apply.ops[i]);
     node->store->Apply(std::move(ops),
-                       RedisCall{asking, check.all_or_nothing, check.deadline, call->slot},
+                       RedisCall{asking, apply.all_or_nothing, apply.deadline, call->slot},
                        [self = shared_from_this(), call](Result<std::vector<BucketReply>> r) {
                          self->OnCallDone(call, std::move(r));
                        });
   }
 
-  void OnCallDone(const CallPtr& call, Result<std::vector<BucketReply>> result) {
-    Check& check = *call->check;
-    if (check.finished) return;
-    if (result.ok()) {
-      for (size_t k = 0; k < call->indices.size(); ++k) {
-        check.replies[call->indices[k]] = (*result)[k];
-      }
-      if (--check.outstanding == 0) check.Finish(std::move(check.replies));
-      return;
-    }
+  void OnCallDone(const CallPtr& call, const Result<std::vector<BucketReply>>& result) {
+    stores::ReplyJoin& join = *call->apply->join;
+    if (join.Answered()) return;
+    if (result.ok()) return join.Answer(call->indices, result);
     const Status& error = result.status();
     if (error.code() == StatusCode::kStoreError) {
       if (Result<cluster::Redirect> redirect = cluster::ParseRedirect(error.message());
@@ -201,15 +197,15 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
     // Unavailable: the call was never sent. One cut off by a lost connection is
     // kDeadlineExceeded: it may have been applied, and is not sent again.
     if (error.code() == StatusCode::kUnavailable) return Retry(call, error);
-    check.Finish(error);  // a timeout, overload, or an error retrying cannot fix
+    join.Fail(error);  // a timeout, overload, or an error retrying cannot fix
   }
 
   void Follow(const CallPtr& call, const cluster::Redirect& redirect, const Status& error) {
-    if (stopped_) return call->check->Finish(Status::Unavailable("the cluster store is stopped"));
+    stores::ReplyJoin& join = *call->apply->join;
+    if (stopped_) return join.Fail(Status::Unavailable("the cluster store is stopped"));
     if (++call->redirects > options_.max_redirects) {
-      return call->check->Finish(Status::StoreError("more than " +
-                                                    std::to_string(options_.max_redirects) +
-                                                    " redirections: " + error.message()));
+      return join.Fail(Status::StoreError("more than " + std::to_string(options_.max_redirects) +
+                                          " redirections: " + error.message()));
     }
     NodePtr target =
         NodeAt(redirect.host.empty() ? call->sent_to_host : redirect.host, redirect.port);
@@ -224,13 +220,13 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
   }
 
   // The cluster is changing (a failover, a slot migration, a node loading): read the slot map
-  // again and try once more after a pause, while the check's time lasts.
+  // again and try once more after a pause, while the Apply's time lasts.
   void Retry(const CallPtr& call, const Status& error) {
     RequestRefresh();
     const milliseconds pause = std::min<milliseconds>(
         milliseconds(2) * (1 << std::min(call->retries, 6)), milliseconds(100));
     ++call->retries;
-    if (Clock::now() + pause >= call->check->deadline) return call->check->Finish(error);
+    if (Clock::now() + pause >= call->apply->deadline) return call->apply->join->Fail(error);
     retries_.fetch_add(1, std::memory_order_relaxed);
     auto timer = std::make_shared<asio::steady_timer>(io_, pause);
     timer->async_wait([self = shared_from_this(), call, timer](boost::system::error_code ec) {
@@ -267,7 +263,7 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
   // A new slot map: connections to new primaries open (and load the script); those to nodes
   // that serve no slot now close if they are down (failing their calls over to the new owners),
   // and stay while they are up: a node importing slots gets ASK redirections before it owns any.
-  void ApplySlotMap(const std::vector<cluster::SlotRange>& ranges) {
+  void AdoptSlotMap(const std::vector<cluster::SlotRange>& ranges) EXCLUDES(ready_mutex_) {
     if (stopped_) return;
     std::vector<NodePtr> slots(kClusterSlots);
     std::map<std::string, NodePtr> kept;
@@ -291,17 +287,17 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
       if (auto hp = ParseHostPort(address); hp.ok()) known.push_back(*hp);
     }
     reader_->SetPrimaries(std::move(known));
-    std::lock_guard lock(ready_mutex_);
+    MutexLock lock(&ready_mutex_);
     ready_view_ = std::move(view);
     view_addresses_ = std::move(addresses);
   }
 
-  void Shutdown() {
+  void Shutdown() EXCLUDES(ready_mutex_) {
     stopped_ = true;
     if (reader_) reader_->Stop();
     slots_.clear();
     nodes_.clear();  // their connections fail what they hold, and those checks then stop here
-    std::lock_guard lock(ready_mutex_);
+    MutexLock lock(&ready_mutex_);
     ready_view_.clear();
     view_addresses_.clear();
   }
@@ -322,9 +318,9 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
   std::map<std::string, NodePtr> nodes_;
   bool stopped_ = false;
 
-  mutable std::mutex ready_mutex_;
-  std::vector<std::shared_ptr<RedisStore>> ready_view_;
-  std::vector<std::string> view_addresses_;  // ready_view_'s, in its order
+  mutable Mutex ready_mutex_;
+  std::vector<std::shared_ptr<RedisStore>> ready_view_ GUARDED_BY(ready_mutex_);
+  std::vector<std::string> view_addresses_ GUARDED_BY(ready_mutex_);  // ready_view_'s, in order
 
   std::atomic<uint64_t> moved_{0};
   std::atomic<uint64_t> asked_{0};

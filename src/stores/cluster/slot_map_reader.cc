@@ -19,11 +19,11 @@ constexpr milliseconds kMaxGap{2000};
 }  // namespace
 
 SlotMapReader::SlotMapReader(boost::asio::io_context& io, const ClusterOptions& options,
-                             std::shared_ptr<RedisCredentials> credentials, Apply apply)
+                             std::shared_ptr<RedisCredentials> credentials, OnSlotMap on_map)
     : io_(io),
       options_(options),
       credentials_(std::move(credentials)),
-      apply_(std::move(apply)),
+      on_map_(std::move(on_map)),
       timer_(io),
       gap_(options.refresh_min_gap) {}
 
@@ -118,7 +118,7 @@ void SlotMapReader::Ask(std::vector<HostPort> candidates, size_t next) {
         self->last_read_ =
             Clock::now() + milliseconds(std::uniform_int_distribution<int64_t>(
                                0, self->options_.refresh_min_gap.count() / 2)(self->rng_));
-        self->apply_(std::move(map).value());
+        self->on_map_(std::move(map).value());
         self->Schedule();
       });
 }

@@ -22,13 +22,13 @@ namespace sluice::cluster {
 // node that answered last, else the known primaries and the seeds in a random order, so that
 // one dead node does not delay every read the same way; again every refresh interval and, when
 // asked, at once, but never sooner than the least gap after the last read (doubling while
-// reads fail). Runs on one io_context's thread; `apply` runs there with each map read.
+// reads fail). Runs on one io_context's thread; `on_map` runs there with each map read.
 class SlotMapReader final : public std::enable_shared_from_this<SlotMapReader> {
  public:
-  using Apply = std::function<void(std::vector<SlotRange>)>;
+  using OnSlotMap = std::function<void(std::vector<SlotRange>)>;
 
   SlotMapReader(boost::asio::io_context& io, const ClusterOptions& options,
-                std::shared_ptr<RedisCredentials> credentials, Apply apply);
+                std::shared_ptr<RedisCredentials> credentials, OnSlotMap on_map);
 
   // Reads the first map at once.
   void Start();
@@ -50,7 +50,7 @@ class SlotMapReader final : public std::enable_shared_from_this<SlotMapReader> {
   boost::asio::io_context& io_;
   const ClusterOptions options_;
   const std::shared_ptr<RedisCredentials> credentials_;
-  const Apply apply_;
+  const OnSlotMap on_map_;
   boost::asio::steady_timer timer_;
   std::vector<HostPort> primaries_;
   std::optional<HostPort> last_answered_;

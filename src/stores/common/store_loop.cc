@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
-#include <mutex>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "sluice/mutex.h"
 
 namespace sluice::stores {
 
@@ -19,13 +20,13 @@ thread_local const StoreLoop::OwnThread* running_own_thread = nullptr;
 
 struct StoreLoop::OwnThread {
   boost::asio::io_context io{1};
-  std::mutex join_mutex;  // one joiner at a time: the store's Finish, a reaping, the exit
-  std::thread thread;
+  Mutex join_mutex;  // one joiner at a time: the store's Finish, a reaping, the exit
+  std::thread thread GUARDED_BY(join_mutex);
   std::atomic<bool> ended{false};  // set by the thread as its last act
 
   // Joins the thread, unless called on it (then it ends alone).
-  void Join() {
-    std::lock_guard lock(join_mutex);
+  void Join() EXCLUDES(join_mutex) {
+    MutexLock lock(&join_mutex);
     if (running_own_thread != this && thread.joinable()) thread.join();
   }
 };
@@ -49,10 +50,10 @@ class OwnThreads {
     return *threads;
   }
 
-  void Add(OwnThreadPtr thread) {
+  void Add(OwnThreadPtr thread) EXCLUDES(mutex_) {
     std::vector<OwnThreadPtr> ended;
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(&mutex_);
       ended = TakeEnded();
       threads_.push_back(std::move(thread));
     }
@@ -60,10 +61,10 @@ class OwnThreads {
   }
 
   // Forgets `joined`, and those that have ended.
-  void Remove(const StoreLoop::OwnThread* joined) {
+  void Remove(const StoreLoop::OwnThread* joined) EXCLUDES(mutex_) {
     std::vector<OwnThreadPtr> ended;
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(&mutex_);
       if (exiting_) return;
       std::erase_if(threads_, [&](const OwnThreadPtr& t) { return t.get() == joined; });
       ended = TakeEnded();
@@ -72,8 +73,8 @@ class OwnThreads {
   }
 
  private:
-  // Under mutex_. Kept while the process exits, for the reason above.
-  std::vector<OwnThreadPtr> TakeEnded() {
+  // Kept while the process exits, for the reason above.
+  std::vector<OwnThreadPtr> TakeEnded() REQUIRES(mutex_) {
     std::vector<OwnThreadPtr> ended;
     if (exiting_) return ended;
     auto first = std::stable_partition(threads_.begin(), threads_.end(), [](const auto& t) {
@@ -84,10 +85,10 @@ class OwnThreads {
     return ended;
   }
 
-  void StopAll() {
+  void StopAll() EXCLUDES(mutex_) {
     std::vector<OwnThreadPtr> all;
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(&mutex_);
       exiting_ = true;
       all = threads_;
     }
@@ -99,9 +100,9 @@ class OwnThreads {
     }
   }
 
-  std::mutex mutex_;
-  std::vector<OwnThreadPtr> threads_;
-  bool exiting_ = false;
+  Mutex mutex_;
+  std::vector<OwnThreadPtr> threads_ GUARDED_BY(mutex_);
+  bool exiting_ GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace
@@ -116,12 +117,15 @@ void StoreLoop::Start(std::shared_ptr<void> owner) {
   if (!own_) return;
   work_.emplace(own_->io.get_executor());
   OwnThread* own = own_.get();  // the list keeps it until the thread is joined
-  own->thread = std::thread([own, owner = std::move(owner)]() mutable {
-    running_own_thread = own;
-    own->io.run();
-    owner.reset();  // may destroy this StoreLoop: nothing of it is touched after
-    own->ended.store(true, std::memory_order_release);
-  });
+  {
+    MutexLock lock(&own->join_mutex);
+    own->thread = std::thread([own, owner = std::move(owner)]() mutable {
+      running_own_thread = own;
+      own->io.run();
+      owner.reset();  // may destroy this StoreLoop: nothing of it is touched after
+      own->ended.store(true, std::memory_order_release);
+    });
+  }
   OwnThreads::Get().Add(own_);
 }
 

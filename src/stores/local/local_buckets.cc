@@ -5,6 +5,10 @@
 
 namespace sluice::local {
 
+int64_t MsUntil(double tokens_short, const Limit& limit) {
+  return static_cast<int64_t>(std::ceil(tokens_short / PerMs(limit)));
+}
+
 double LocalBucket::RefilledTokens(int64_t now) const {
   return std::min(
       static_cast<double>(limit.capacity),
@@ -32,6 +36,38 @@ bool LocalBuckets::MakeRoom(size_t fresh, const std::vector<const std::string*>&
   for (const std::string* key : forget) Erase(map_.find(*key));
   evictions_.fetch_add(needed, std::memory_order_relaxed);
   return true;
+}
+
+bool LocalBuckets::MakeRoomFor(const std::vector<BucketOp>& local_ops) {
+  size_t fresh = 0;
+  for (auto op = local_ops.begin(); op != local_ops.end(); ++op) {
+    if (Find(op->key) != end()) continue;
+    const bool named_before = std::any_of(
+        local_ops.begin(), op, [&](const BucketOp& earlier) { return earlier.key == op->key; });
+    if (!named_before) ++fresh;
+  }
+  if (HasRoom(fresh)) return true;
+  std::vector<const std::string*> keep;  // the buckets these ops name: not to be forgotten
+  for (const BucketOp& op : local_ops) {
+    if (auto it = Find(op.key); it != end()) keep.push_back(&it->first);
+  }
+  return MakeRoom(fresh, keep);
+}
+
+LocalBuckets::Map::iterator LocalBuckets::Use(const BucketOp& op, int64_t now) {
+  auto [it, fresh] = Emplace(op.key);
+  LocalBucket& b = it->second;
+  if (fresh) {
+    // Never seen: taken as full until the first sync, which is due at once, says otherwise.
+    b.tokens = static_cast<double>(op.limit.capacity);
+    b.tokens_ms = now;
+    b.next_sync_ms = now;
+    DueAt(now);
+  }
+  b.limit = op.limit;
+  b.counting = op.counting;
+  b.last_used_ms = now;
+  return it;
 }
 
 std::pair<LocalBuckets::Map::iterator, bool> LocalBuckets::Emplace(const std::string& key) {

@@ -1,6 +1,9 @@
-// The buckets a LocalCountingStore keeps, one a key, and at most a bound of them.
+// The shared core of a LocalCountingStore's two modes (synced_counts.h, leased_counts.h): the
+// buckets it keeps, one a key and at most a bound of them, when one next needs attention, and
+// the calls it makes to the shared store for them.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -11,8 +14,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "gather.h"
+#include "reply_join.h"
 #include "sluice/rule.h"
+#include "sluice/store.h"
 
 namespace sluice::local {
 
@@ -22,11 +26,42 @@ inline double PerMs(const Limit& limit) {
   return static_cast<double>(limit.tokens) / static_cast<double>(limit.period_ms);
 }
 
-// A check waiting for a lease in flight.
+// How long the limit takes to refill `tokens_short`, rounded up.
+int64_t MsUntil(double tokens_short, const Limit& limit);
+
+// Rounds `ms` up to a multiple of `step`: syncs of one interval, and lease expiries, fall on
+// the same ticks, so that a tick sends them together and most ticks find nothing due.
+inline int64_t RoundUp(int64_t ms, int64_t step) { return (ms / step + 1) * step; }
+
+// An op waiting for a lease in flight: its Apply's join, and its position there.
 struct Waiter {
-  std::shared_ptr<Gather> gather;
-  size_t index = 0;
+  std::shared_ptr<stores::ReplyJoin> join;
+  size_t position = 0;
   int64_t cost = 0;
+};
+
+// A call to the shared store made for one local bucket, and why.
+struct Errand {
+  // kOwed: counts flushed while the bucket's sync was out, whose answer changes nothing here.
+  enum class Kind { kSync, kLease, kReturn, kOwed } kind;
+  std::string key;
+};
+
+// Calls to make to the shared store, each op with its errand.
+struct Errands {
+  std::vector<BucketOp> ops;
+  std::vector<Errand> errands;
+
+  void Add(BucketOp op, Errand::Kind kind, const std::string& key) {
+    ops.push_back(std::move(op));
+    errands.push_back({kind, key});
+  }
+};
+
+// What the local counts have done, counted without a lock (LocalCountingStats).
+struct Counters {
+  std::atomic<uint64_t> local_decisions{0}, store_calls{0}, sync_calls{0}, lease_calls{0},
+      tokens_leased{0}, tokens_returned{0}, sync_failures{0}, refusals{0};
 };
 
 // Settled buckets by the time each is full again (FullMs), soonest first.
@@ -78,8 +113,9 @@ struct LocalBucket {
 
 // The buckets by key, at most `max_buckets` of them. Settled ones are also filed by FullMs, so
 // that at the bound the one nearest to full can be forgotten, the least information lost (a
-// bucket forgotten is taken as full when next seen); the others are never forgotten. Not
-// thread-safe: the store's lock guards it (evictions() aside).
+// bucket forgotten is taken as full when next seen); the others are never forgotten. Also when
+// the soonest sync, lease expiry or bucket to forget is due. Not thread-safe: the store's lock
+// guards it (evictions() aside).
 class LocalBuckets {
  public:
   using Map = std::unordered_map<std::string, LocalBucket>;
@@ -95,6 +131,21 @@ class LocalBuckets {
   // Makes room for `fresh` more buckets, forgetting settled ones nearest to full first but none
   // of `keep`. False, with nothing forgotten, when too few are settled: the rest owe the store.
   bool MakeRoom(size_t fresh, const std::vector<const std::string*>& keep);
+
+  // Room for the buckets `local_ops` (all synced or leased) would make, forgetting settled ones
+  // but none they name; false when every bucket held owes the store something, and these ops
+  // must get the failure policy instead.
+  bool MakeRoomFor(const std::vector<BucketOp>& local_ops);
+
+  // The bucket `op` names, made (taken as full, its first sync due at once) when there is none,
+  // with the op's limit and counting (a reloaded rule's apply at once), marked used at `now`.
+  Map::iterator Use(const BucketOp& op, int64_t now);
+
+  // Something is due at `ms`: the soonest of these is next_due_ms().
+  void DueAt(int64_t ms) { next_due_ms_ = std::min(next_due_ms_, ms); }
+  int64_t next_due_ms() const { return next_due_ms_; }
+  // Nothing is due until DueAt says: before a walk over every bucket files each one's due time.
+  void ClearDue() { next_due_ms_ = kNever; }
 
   // The bucket for `key`, made (unfiled) when there is none, and whether it was; call MakeRoom
   // first to stay within the bound.
@@ -116,6 +167,7 @@ class LocalBuckets {
   const size_t max_;
   Map map_;  // node-based: a key's address stays valid for the index
   SettledIndex settled_;
+  int64_t next_due_ms_ = kNever;
   std::atomic<uint64_t> evictions_{0};
 };
 

@@ -4,11 +4,11 @@
 #include <atomic>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 
 #include "sluice/bucket.h"
+#include "sluice/mutex.h"
 
 namespace sluice {
 namespace {
@@ -22,15 +22,27 @@ constexpr size_t kSweepPerOp = 8;
 
 // One lock's worth of buckets, with an index of expiry times to forget full buckets and, at the
 // shard's bound, the nearest to full. Callers hold the shard's lock (Lock) around Sweep, Take and
-// Keep.
+// Keep: several shards' at once for an all-or-nothing call.
 class MemoryStore::Shard {
  public:
   explicit Shard(size_t max_buckets) : max_buckets_(max_buckets) {}
 
-  std::unique_lock<std::mutex> Lock() { return std::unique_lock(mutex_); }
+  void Lock() ACQUIRE(mutex_) { mutex_.Lock(); }
+  void Unlock() RELEASE(mutex_) { mutex_.Unlock(); }
+  // Where shards are locked as a set (LockAll), each use asserts its own is held.
+  void AssertHeld() const ASSERT_CAPABILITY(mutex_) { mutex_.AssertHeld(); }
+
+  // Locks (unlocks) every shard of `shards`, in that order. A set of locks known only at run
+  // time, which the analysis cannot follow: their users assert each lock held instead.
+  static void LockAll(const std::vector<Shard*>& shards) NO_THREAD_SAFETY_ANALYSIS {
+    for (Shard* shard : shards) shard->Lock();
+  }
+  static void UnlockAll(const std::vector<Shard*>& shards) NO_THREAD_SAFETY_ANALYSIS {
+    for (Shard* shard : shards) shard->Unlock();
+  }
 
   // Forgets a few buckets whose time has come.
-  void Sweep(int64_t now_ms) {
+  void Sweep(int64_t now_ms) REQUIRES(mutex_) {
     for (size_t n = 0; n < kSweepPerOp && !by_expiry_.empty(); ++n) {
       auto oldest = by_expiry_.begin();
       if (oldest->first > now_ms) break;
@@ -39,7 +51,7 @@ class MemoryStore::Shard {
   }
 
   // What taking `cost` from the op's bucket would give; changes nothing.
-  TakeOutcome Take(const BucketOp& op, int64_t cost, int64_t now_ms) const {
+  TakeOutcome Take(const BucketOp& op, int64_t cost, int64_t now_ms) const REQUIRES(mutex_) {
     auto it = buckets_.find(op.key);
     std::optional<BucketState> state;
     if (it != buckets_.end() && it->second.expires_ms > now_ms) state = it->second.state;
@@ -49,7 +61,7 @@ class MemoryStore::Shard {
   }
 
   // Keeps `out` as the bucket's new state (or forgets the bucket when it is full).
-  void Keep(const std::string& key, const TakeOutcome& out, int64_t now_ms) {
+  void Keep(const std::string& key, const TakeOutcome& out, int64_t now_ms) REQUIRES(mutex_) {
     auto it = buckets_.find(key);
     if (out.ttl_ms <= 0) {
       if (it != buckets_.end()) Erase(it);
@@ -66,8 +78,8 @@ class MemoryStore::Shard {
     it->second.expiry_entry = by_expiry_.emplace(it->second.expires_ms, &it->first);
   }
 
-  size_t Size() const {
-    std::lock_guard lock(mutex_);
+  size_t Size() const EXCLUDES(mutex_) {
+    MutexLock lock(&mutex_);
     return buckets_.size();
   }
 
@@ -83,21 +95,21 @@ class MemoryStore::Shard {
   using Buckets = std::unordered_map<std::string, Bucket>;
 
   // The soonest to expire is the nearest to full: forgetting it loses the least.
-  void EvictNearestToFull() {
+  void EvictNearestToFull() REQUIRES(mutex_) {
     Erase(buckets_.find(*by_expiry_.begin()->second));
     evictions_.fetch_add(1, std::memory_order_relaxed);
   }
 
-  void Erase(Buckets::iterator it) {
+  void Erase(Buckets::iterator it) REQUIRES(mutex_) {
     by_expiry_.erase(it->second.expiry_entry);
     buckets_.erase(it);
   }
 
   const size_t max_buckets_;
   std::atomic<uint64_t> evictions_{0};
-  mutable std::mutex mutex_;
-  Buckets buckets_;        // node-based: key addresses stay valid for the index
-  ExpiryIndex by_expiry_;  // soonest expiry first
+  mutable Mutex mutex_;
+  Buckets buckets_ GUARDED_BY(mutex_);        // node-based: key addresses stay valid for the index
+  ExpiryIndex by_expiry_ GUARDED_BY(mutex_);  // soonest expiry first
 };
 
 MemoryStore::MemoryStore(std::shared_ptr<const Clock> clock, size_t max_buckets)
@@ -120,10 +132,11 @@ void MemoryStore::Apply(std::vector<BucketOp> ops, StoreCallback done) {
   replies.reserve(ops.size());
   for (const BucketOp& op : ops) {
     Shard& shard = *shards_[ShardIndex(op.key)];
-    auto lock = shard.Lock();
+    shard.Lock();
     shard.Sweep(now_ms);
     TakeOutcome out = shard.Take(op, op.cost, now_ms);
     shard.Keep(op.key, out, now_ms);
+    shard.Unlock();
     replies.push_back(out.reply);
   }
   done(std::move(replies));
@@ -138,21 +151,25 @@ void MemoryStore::ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallback don
   for (const BucketOp& op : ops) touched.push_back(ShardIndex(op.key));
   std::sort(touched.begin(), touched.end());
   touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-  std::vector<std::unique_lock<std::mutex>> locks;
-  locks.reserve(touched.size());
-  for (size_t index : touched) locks.push_back(shards_[index]->Lock());
+  std::vector<Shard*> locked;
+  locked.reserve(touched.size());
+  for (size_t index : touched) locked.push_back(shards_[index].get());
+  Shard::LockAll(locked);
 
   std::vector<TakeOutcome> outcomes;
   outcomes.reserve(ops.size());
   bool charge = true;
   for (const BucketOp& op : ops) {
-    outcomes.push_back(shards_[ShardIndex(op.key)]->Take(op, op.cost, now_ms));
+    const Shard& shard = *shards_[ShardIndex(op.key)];
+    shard.AssertHeld();
+    outcomes.push_back(shard.Take(op, op.cost, now_ms));
     if (op.enforced && !outcomes.back().reply.allowed) charge = false;
   }
   std::vector<BucketReply> replies;
   replies.reserve(ops.size());
   for (size_t i = 0; i < ops.size(); ++i) {
     Shard& shard = *shards_[ShardIndex(ops[i].key)];
+    shard.AssertHeld();
     if (charge) {
       shard.Keep(ops[i].key, outcomes[i], now_ms);
     } else {
@@ -162,7 +179,7 @@ void MemoryStore::ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallback don
     }
     replies.push_back(outcomes[i].reply);
   }
-  locks.clear();
+  Shard::UnlockAll(locked);
   done(std::move(replies));
 }
 

@@ -56,7 +56,7 @@ Result<QuotaUsage> UsageOf(const PGresult* result) {
 }
 
 // Validates the quota as the store would take it.
-Status CheckQuota(std::string_view bucket, std::string_view value, QuotaWindow window) {
+Status ValidateQuota(std::string_view bucket, std::string_view value, QuotaWindow window) {
   return ValidateQuotaOps({{std::string(bucket), std::string(value), 1, 0, window, true}});
 }
 
@@ -81,7 +81,7 @@ Result<std::unique_ptr<QuotaAdmin>> QuotaAdmin::Connect(const PostgresOptions& o
 
 QuotaAdmin::~QuotaAdmin() { PQfinish(conn_); }
 
-Status QuotaAdmin::CheckShape() {
+Status QuotaAdmin::ValidateShape() {
   Result<PgResult> shape = Exec(conn_, std::string(postgres::QuotaShapeSql()));
   if (!shape.ok()) return shape.status();
   if (PQntuples(shape->get()) != 1) return Status::StoreError("the table's shape cannot be read");
@@ -100,7 +100,7 @@ Status QuotaAdmin::Init() {
   if (Result<PgResult> made = Exec(conn_, std::string(postgres::QuotaSchemaSql())); !made.ok()) {
     return made.status();
   }
-  return CheckShape();
+  return ValidateShape();
 }
 
 Result<QuotaUsage> QuotaAdmin::Get(std::string_view bucket, std::string_view value,
@@ -122,8 +122,8 @@ Result<QuotaUsage> QuotaAdmin::Set(std::string_view bucket, std::string_view val
 Result<QuotaUsage> QuotaAdmin::Call(const std::string& function, std::string_view bucket,
                                     std::string_view value, QuotaWindow window,
                                     std::optional<int64_t> used) {
-  if (Status s = CheckQuota(bucket, value, window); !s.ok()) return s;
-  if (Status s = CheckShape(); !s.ok()) return s;
+  if (Status s = ValidateQuota(bucket, value, window); !s.ok()) return s;
+  if (Status s = ValidateShape(); !s.ok()) return s;
   std::vector<std::optional<std::string>> params = QuotaParams(bucket, value, window);
   params.emplace_back(std::nullopt);  // the database's clock
   if (used) params.emplace_back(std::to_string(*used));

@@ -1,4 +1,4 @@
-// The engine of a PostgreSQL quota store: a pool of connections on a thread of its own, checks
+// The engine of a PostgreSQL quota store: a pool of connections on a thread of its own, takes
 // gathered into batches (group commit), deadlines, reconnection, the table's setup, the
 // deletion of ended windows, and notices of changed quotas.
 #pragma once
@@ -6,18 +6,17 @@
 #include <atomic>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "pg_connection.h"
 #include "sluice/latency_histogram.h"
+#include "sluice/mutex.h"
 #include "sluice/postgres_options.h"
 #include "sluice/postgres_quota_store.h"
 #include "sluice/quota_store.h"
@@ -34,7 +33,7 @@ class QuotaPool : public std::enable_shared_from_this<QuotaPool> {
   QuotaPool(PostgresOptions options, std::function<std::string()> test_clock);
 
   // Reads the password and starts the thread and the connections.
-  void Start();
+  void Start() EXCLUDES(mutex_);
   // Fails what waits with kUnavailable, closes the connections and joins the thread.
   void Stop();
 
@@ -42,22 +41,25 @@ class QuotaPool : public std::enable_shared_from_this<QuotaPool> {
   void Submit(std::vector<QuotaOp> ops, QuotaCallback done);
   std::optional<QuotaReply> KnownRejection(const QuotaOp& op) const;
   bool Ready() const { return ready_.load(std::memory_order_acquire); }
-  Status WaitReady(std::chrono::milliseconds timeout) const;
-  std::string LastError() const;
-  bool Refused() const;
-  Status ReloadPassword();
+  Status WaitReady(std::chrono::milliseconds timeout) const EXCLUDES(mutex_);
+  std::string LastError() const EXCLUDES(mutex_);
+  bool Refused() const EXCLUDES(mutex_);
+  Status ReloadPassword() EXCLUDES(mutex_);
   PostgresQuotaStats Stats() const;
   LatencyCounts RoundTrips() const { return round_trips_.Counts(); }
   const PostgresOptions& options() const { return options_; }
 
  private:
-  struct Check {
+  struct PendingTake {
     std::vector<QuotaOp> ops;
     QuotaCallback done;  // empty once answered
     Clock::time_point deadline;
     int64_t asked_ms = 0;        // the spent-quota memory's clock at submission
     uint64_t spent_changes = 0;  // the spent-quota memory's Changes() when its batch was sent
   };
+
+  // The batch's statement, prepared on every connection.
+  static constexpr const char* kTakeName = "sluice_take";
 
   enum class SlotState { kDown, kConnecting, kSettingUp, kIdle, kBusy };
 
@@ -66,7 +68,7 @@ class QuotaPool : public std::enable_shared_from_this<QuotaPool> {
     explicit Slot(boost::asio::io_context& io) : timer(io) {}
     std::shared_ptr<PgConnection> connection;
     SlotState state = SlotState::kDown;
-    std::vector<std::unique_ptr<Check>> batch;  // the statement in flight's checks
+    std::vector<std::unique_ptr<PendingTake>> batch;  // the statement in flight's checks
     Clock::time_point sent;
     boost::asio::steady_timer timer;  // connect timeout, backoff, or the batch's deadline
     std::chrono::milliseconds backoff{0};
@@ -75,10 +77,15 @@ class QuotaPool : public std::enable_shared_from_this<QuotaPool> {
     unsigned generation = 0;  // raised at each new connection: older callbacks are stale
   };
 
-  void Enqueue(std::unique_ptr<Check> check);
+  void Enqueue(std::unique_ptr<PendingTake> take);
   void Connect(Slot& slot);
   void SetUp(Slot& slot, unsigned generation);
-  void CheckShape(Slot& slot, unsigned generation, bool created);
+  // Reads what is wrong with the table, if anything (quota_shape.sql), and OnShape acts on it:
+  // the schema is made once when the table or functions are missing or outdated.
+  void ValidateShape(Slot& slot, unsigned generation, bool created);
+  void OnShape(Slot& slot, unsigned generation, bool created,
+               const Result<std::vector<PgResult>>& results);
+  void CreateSchema(Slot& slot, unsigned generation);
   void Listen(Slot& slot, unsigned generation);
   // Prepares the batch's statement on the connection, then makes it idle.
   void PrepareTake(Slot& slot, unsigned generation);
@@ -110,8 +117,11 @@ class QuotaPool : public std::enable_shared_from_this<QuotaPool> {
   void OnNotice(std::string_view payload);
   // Whether some connection is up or on its way up: checks may wait for it.
   bool MayAnswer() const;
-  void SetReady();
-  void SetLastError(const std::string& error, bool refused);
+  void SetReady() EXCLUDES(mutex_);
+  void SetLastError(const std::string& error, bool refused) EXCLUDES(mutex_);
+  // What no retry fixes (ok: nothing).
+  void SetFatal(Status error) EXCLUDES(mutex_);
+  Status Fatal() const EXCLUDES(mutex_);
   std::string TestClock() const;
   std::chrono::milliseconds Jittered(std::chrono::milliseconds base);
 
@@ -122,7 +132,7 @@ class QuotaPool : public std::enable_shared_from_this<QuotaPool> {
   SpentQuotas spent_;
   stores::StoreLoop loop_{nullptr};
   std::vector<std::unique_ptr<Slot>> slots_;
-  std::deque<std::unique_ptr<Check>> queue_;
+  std::deque<std::unique_ptr<PendingTake>> queue_;
   size_t queued_ops_ = 0;
   boost::asio::steady_timer queue_timer_;
   boost::asio::steady_timer cleanup_timer_;
@@ -136,12 +146,12 @@ class QuotaPool : public std::enable_shared_from_this<QuotaPool> {
 
   // Read from any thread.
   std::atomic<bool> ready_{false};
-  mutable std::mutex mutex_;
-  mutable std::condition_variable changed_;
-  std::string password_;    // under mutex_
-  std::string last_error_;  // under mutex_
-  Status fatal_;            // under mutex_: what no retry fixes (a table of the wrong shape)
-  bool refused_ = false;    // under mutex_: the server refused the credentials last time
+  mutable Mutex mutex_;
+  mutable CondVar changed_;  // waited on with mutex_
+  std::string password_ GUARDED_BY(mutex_);
+  std::string last_error_ GUARDED_BY(mutex_);
+  Status fatal_ GUARDED_BY(mutex_);          // what no retry fixes (a table of the wrong shape)
+  bool refused_ GUARDED_BY(mutex_) = false;  // the server refused the credentials last time
   std::atomic<uint64_t> statements_{0};
   std::atomic<uint64_t> checks_{0};
   std::atomic<uint64_t> connects_{0};

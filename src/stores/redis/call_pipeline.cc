@@ -21,15 +21,6 @@ namespace {
 // some 0.3 ms, while 64 checks already pay the per-call cost a sixty-fourth each.
 constexpr size_t kMaxOpsPerCall = 64;
 
-// Script calls written and not yet answered, at most. Past it, checks wait for an answer to go
-// in the next call together: under load each call then carries more checks, and Redis and the
-// gateway each spend less a check; when idle, a check goes at once.
-constexpr size_t kMaxCallsAwaited = 2;
-
-// A NOSCRIPT answer is followed by a reload and a resend; twice in a row for one operation
-// means something else is wrong, and the check fails instead of looping.
-constexpr int kMaxResends = 2;
-
 LinkOptions LinkOptionsOf(const RedisOptions& options) {
   return {options.connect_timeout, options.reconnect_min, options.reconnect_max, true};
 }
@@ -47,38 +38,7 @@ std::shared_ptr<Locator> MakeLocator(const RedisOptions& options,
   return std::make_shared<FixedLocator>(std::move(address));
 }
 
-// One Apply: its operations, and when it gives up. All of them go in one script call.
-struct CallPipeline::Check {
-  std::vector<BucketOp> ops;
-  StoreCallback done;
-  bool asking = false;
-  bool all_or_nothing = false;
-  std::optional<uint16_t> slot;                     // RedisCall::slot
-  Algorithm algorithm = Algorithm::kTokenBucket;    // of every op: one script call
-  ReplicaWait wait;                                 // the most any op asks for
-  std::optional<std::vector<BucketReply>> replies;  // the script's, while WAIT is pending
-  int resends = 0;                                  // after NOSCRIPT
-  Clock::time_point deadline;
-  Clock::time_point submitted;
-  LatencyHistogram* round_trips = nullptr;  // the pipeline's; answered calls are timed
-  bool finished = false;
-
-  // The callback goes once called: a finished check can linger (in the deadline queue until
-  // its timer comes) and must not keep what the callback holds alive, the caller's store
-  // among it, past a loop that has stopped.
-  void Finish(Result<std::vector<BucketReply>> result) {
-    if (finished) return;
-    finished = true;
-    if (result.ok() && round_trips != nullptr) {
-      round_trips->Observe(std::chrono::duration<double>(Clock::now() - submitted).count());
-    }
-    StoreCallback callback = std::move(done);
-    done = nullptr;
-    callback(std::move(result));
-  }
-};
-
-bool CallPipeline::LaterDeadline::operator()(const CheckPtr& a, const CheckPtr& b) const {
+bool CallPipeline::LaterDeadline::operator()(const SubmissionPtr& a, const SubmissionPtr& b) const {
   return a->deadline > b->deadline;
 }
 
@@ -113,25 +73,25 @@ void CallPipeline::Stop() {
 void CallPipeline::Submit(std::vector<BucketOp> ops, const RedisCall& call, StoreCallback done) {
   if (ops.empty()) return done(std::vector<BucketReply>{});
   if (Status s = ValidateBucketOps(ops); !s.ok()) return done(s);
-  auto check = std::make_shared<Check>();
-  check->ops = std::move(ops);
-  check->done = std::move(done);
-  check->asking = call.asking;
-  check->all_or_nothing = call.all_or_nothing;
-  check->slot = call.slot;
-  check->algorithm = check->ops.front().algorithm;
-  check->submitted = Clock::now();
-  check->round_trips = &round_trips_;
-  check->deadline = check->submitted + options_.timeout;
-  if (call.deadline) check->deadline = std::min(check->deadline, *call.deadline);
-  for (const BucketOp& op : check->ops) {
-    check->wait.replicas = std::max(check->wait.replicas, op.wait.replicas);
-    check->wait.timeout_ms = std::max(check->wait.timeout_ms, op.wait.timeout_ms);
+  auto submission = std::make_shared<Submission>();
+  submission->ops = std::move(ops);
+  submission->done = std::move(done);
+  submission->asking = call.asking;
+  submission->all_or_nothing = call.all_or_nothing;
+  submission->slot = call.slot;
+  submission->algorithm = submission->ops.front().algorithm;
+  submission->submitted = Clock::now();
+  submission->round_trips = &round_trips_;
+  submission->deadline = submission->submitted + options_.timeout;
+  if (call.deadline) submission->deadline = std::min(submission->deadline, *call.deadline);
+  for (const BucketOp& op : submission->ops) {
+    submission->wait.replicas = std::max(submission->wait.replicas, op.wait.replicas);
+    submission->wait.timeout_ms = std::max(submission->wait.timeout_ms, op.wait.timeout_ms);
   }
   {
-    std::lock_guard lock(submit_mutex_);
+    MutexLock lock(&submit_mutex_);
     if (!stopped_) {
-      submitted_.push_back(std::move(check));
+      submitted_.push_back(std::move(submission));
       if (!drain_posted_) {
         drain_posted_ = true;
         asio::post(io_, [self = shared_from_this()] { self->DrainSubmitted(); });
@@ -139,12 +99,16 @@ void CallPipeline::Submit(std::vector<BucketOp> ops, const RedisCall& call, Stor
       return;
     }
   }
-  check->done(Status::Unavailable("the redis store is stopped"));
+  submission->done(Status::Unavailable("the redis store is stopped"));
 }
 
 bool CallPipeline::WaitReady(std::chrono::milliseconds timeout) const {
-  std::unique_lock lock(ready_mutex_);
-  return ready_changed_.wait_for(lock, timeout, [this] { return Ready(); });
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  MutexLock lock(&ready_mutex_);
+  while (!Ready()) {
+    if (!ready_changed_.WaitUntil(&ready_mutex_, deadline)) return Ready();
+  }
+  return true;
 }
 
 RedisStoreStats CallPipeline::Stats() const {
@@ -155,8 +119,8 @@ RedisStoreStats CallPipeline::Stats() const {
 
 // --- Connecting -----------------------------------------------------------------------------
 
-// AUTH, SELECT, ROLE (when the locator asks for it) and the script load go out together; checks
-// wait for their answers.
+// AUTH, SELECT, ROLE (when the locator asks for it) and the script load go out together;
+// submissions wait for their answers.
 void CallPipeline::OnConnected() {
   RespWriter out(out_);
   const std::string password = credentials_->Password();
@@ -200,10 +164,10 @@ void CallPipeline::BecomeReady() {
   link_.Ready();
   connects_.fetch_add(1, std::memory_order_relaxed);
   SetReady(true);
-  std::deque<CheckPtr> waiting = std::move(waiting_);
+  std::deque<SubmissionPtr> waiting = std::move(waiting_);
   waiting_.clear();
   waiting_ops_ = 0;
-  for (CheckPtr& check : waiting) Gather(std::move(check));
+  for (SubmissionPtr& submission : waiting) Gather(std::move(submission));
   Flush();
 }
 
@@ -228,14 +192,14 @@ void CallPipeline::FailAll(const std::string& reason) {
   const Status unsent = Status::Unavailable(reason);
   const Status unknown =
       Status::DeadlineExceeded(reason + " (no answer to a call sent: it may have been applied)");
-  for (const Pending& p : pending_) FinishEach(p.checks, p.written ? unknown : unsent);
+  for (const Pending& p : pending_) FinishEach(p.submissions, p.written ? unknown : unsent);
   pending_.clear();
-  for (CheckPtr& check : waiting_) check->Finish(unsent);
+  for (SubmissionPtr& submission : waiting_) submission->Finish(unsent);
   waiting_.clear();
   waiting_ops_ = 0;
-  for (std::vector<CheckPtr>& checks : gathered_) {
-    FinishEach(checks, unsent);
-    checks.clear();
+  for (std::vector<SubmissionPtr>& submissions : gathered_) {
+    FinishEach(submissions, unsent);
+    submissions.clear();
   }
   gathered_ops_ = 0;
   out_.clear();
@@ -250,7 +214,7 @@ void CallPipeline::FailAll(const std::string& reason) {
 
 void CallPipeline::Shutdown() {
   {
-    std::lock_guard lock(submit_mutex_);
+    MutexLock lock(&submit_mutex_);
     stopped_ = true;
   }
   DrainSubmitted();
@@ -262,148 +226,154 @@ void CallPipeline::Shutdown() {
 
 void CallPipeline::SetReady(bool ready, const std::string& why) {
   {
-    std::lock_guard lock(ready_mutex_);
+    MutexLock lock(&ready_mutex_);
     ready_.store(ready, std::memory_order_release);
     if (!why.empty()) last_error_ = why;
   }
-  ready_changed_.notify_all();
+  ready_changed_.SignalAll();
 }
 
 std::string CallPipeline::LastError() const {
-  std::lock_guard lock(ready_mutex_);
+  MutexLock lock(&ready_mutex_);
   return last_error_;
 }
 
 // --- Sending --------------------------------------------------------------------------------
 
 void CallPipeline::DrainSubmitted() {
-  std::vector<CheckPtr> batch;
+  std::vector<SubmissionPtr> batch;
   {
-    std::lock_guard lock(submit_mutex_);
+    MutexLock lock(&submit_mutex_);
     batch.swap(submitted_);
     drain_posted_ = false;
   }
-  for (CheckPtr& check : batch) Accept(std::move(check));
+  for (SubmissionPtr& submission : batch) Accept(std::move(submission));
   Flush();
   ArmDeadlineTimer();
 }
 
-void CallPipeline::Accept(CheckPtr check) {
+void CallPipeline::Accept(SubmissionPtr submission) {
   switch (link_.state()) {
     case RedisLink::State::kReady:
-      if (ops_in_flight_ + gathered_ops_ + check->ops.size() > options_.max_in_flight) {
-        return check->Finish(Status::ResourceExhausted(
+      if (ops_in_flight_ + gathered_ops_ + submission->ops.size() > options_.max_in_flight) {
+        return submission->Finish(Status::ResourceExhausted(
             "more than " + std::to_string(options_.max_in_flight) + " operations in flight"));
       }
-      deadlines_.push(check);
-      return Gather(std::move(check));
+      deadlines_.push(submission);
+      return Gather(std::move(submission));
     case RedisLink::State::kConnecting:
-      if (waiting_ops_ + check->ops.size() > options_.max_in_flight) {
-        return check->Finish(Status::ResourceExhausted(
+      if (waiting_ops_ + submission->ops.size() > options_.max_in_flight) {
+        return submission->Finish(Status::ResourceExhausted(
             "more than " + std::to_string(options_.max_in_flight) + " operations waiting"));
       }
-      waiting_ops_ += check->ops.size();
-      deadlines_.push(check);
-      waiting_.push_back(std::move(check));
+      waiting_ops_ += submission->ops.size();
+      deadlines_.push(submission);
+      waiting_.push_back(std::move(submission));
       return;
     case RedisLink::State::kBackoff:
     case RedisLink::State::kStopped:
-      return check->Finish(Status::Unavailable(link_.last_error()));
+      return submission->Finish(Status::Unavailable(link_.last_error()));
   }
 }
 
-// Holds a check for the script call that the next write carries: one call for the checks of
-// an algorithm that arrive before it, on a cluster node whatever their slots. A check sent with
-// ASKING goes alone, since ASKING admits only the command after it.
-void CallPipeline::Gather(CheckPtr check) {
-  if (check->asking) return Send({std::move(check)});
-  gathered_ops_ += check->ops.size();
-  gathered_[Index(check->algorithm)].push_back(std::move(check));
+// Holds a submission for the script call that the next write carries: one call for the submissions
+// of an algorithm that arrive before it, on a cluster node whatever their slots. A submission sent
+// with ASKING goes alone, since ASKING admits only the command after it.
+void CallPipeline::Gather(SubmissionPtr submission) {
+  if (submission->asking) return Send({std::move(submission)});
+  gathered_ops_ += submission->ops.size();
+  gathered_[Index(submission->algorithm)].push_back(std::move(submission));
 }
 
 void CallPipeline::SendGathered() {
-  for (std::vector<CheckPtr>& checks : gathered_) {
-    std::vector<CheckPtr> call;
+  for (std::vector<SubmissionPtr>& submissions : gathered_) {
+    std::vector<SubmissionPtr> call;
     size_t ops = 0;
-    for (CheckPtr& check : checks) {
-      if (!call.empty() && ops + check->ops.size() > kMaxOpsPerCall) {
+    for (SubmissionPtr& submission : submissions) {
+      if (!call.empty() && ops + submission->ops.size() > kMaxOpsPerCall) {
         Send(std::exchange(call, {}));
         ops = 0;
       }
-      ops += check->ops.size();
-      call.push_back(std::move(check));
+      ops += submission->ops.size();
+      call.push_back(std::move(submission));
     }
     if (!call.empty()) Send(std::move(call));
-    checks.clear();
+    submissions.clear();
   }
   gathered_ops_ = 0;
 }
 
-// One script call for the buckets of `checks` (one algorithm): their keys, then four numbers
-// for each, then each check's codes when any is needed; ASKING before it when the check asks
-// for it. Checks of several cluster slots declare only the first check's keys, and the others
-// follow the codes (calls.lua). A check whose time is up is not sent: the server would charge it
-// and the caller would hear only the timeout.
-void CallPipeline::Send(std::vector<CheckPtr> checks) {
+// A submission whose time is up is not sent: the server would charge it and the caller would
+// hear only the timeout.
+void CallPipeline::Send(std::vector<SubmissionPtr> submissions) {
   const auto now = Clock::now();
-  std::erase_if(checks, [this, now](const CheckPtr& check) {
-    if (!check->finished && now >= check->deadline) TimeOut(*check);
-    return check->finished;
+  std::erase_if(submissions, [this, now](const SubmissionPtr& submission) {
+    if (!submission->finished && now >= submission->deadline) TimeOut(*submission);
+    return submission->finished;
   });
-  if (checks.empty()) return;
+  if (submissions.empty()) return;
+  WriteScriptCall(submissions);
+  for (const SubmissionPtr& submission : submissions) {
+    ops_in_flight_ += submission->ops.size();
+    if (submission->wait.replicas > 0) {
+      waiters_.push_back(submission);
+      waiters_need_.replicas = std::max(waiters_need_.replicas, submission->wait.replicas);
+      waiters_need_.timeout_ms = std::max(waiters_need_.timeout_ms, submission->wait.timeout_ms);
+    }
+  }
+  pending_.push_back({Pending::Kind::kBucket, std::move(submissions)});
+  ++calls_awaited_;
+  commands_.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Their keys, then four numbers for each op, then each submission's codes when any is needed;
+// ASKING before it when the submission asks for it. Submissions of several cluster slots declare
+// only the first one's keys, and the others follow the codes (calls.lua).
+void CallPipeline::WriteScriptCall(const std::vector<SubmissionPtr>& submissions) {
   size_t count = 0;
   std::string codes;
-  for (const CheckPtr& check : checks) {
+  for (const SubmissionPtr& submission : submissions) {
     if (!codes.empty()) codes.push_back(' ');
-    AppendCodes(codes, check->ops, check->all_or_nothing);
-    count += check->ops.size();
+    AppendCodes(codes, submission->ops, submission->all_or_nothing);
+    count += submission->ops.size();
   }
-  const bool across_slots = SpansSlots(checks);
-  const size_t declared = across_slots ? checks.front()->ops.size() : count;
-  // A lone check of plain ops needs no codes, so the commonest call carries none.
-  const bool plain = checks.size() == 1 && codes.find_first_not_of('0') == std::string::npos;
+  const bool across_slots = SpansSlots(submissions);
+  const size_t declared = across_slots ? submissions.front()->ops.size() : count;
+  // A lone submission of plain ops needs no codes, so the commonest call carries none.
+  const bool plain = submissions.size() == 1 && codes.find_first_not_of('0') == std::string::npos;
   RespWriter out(out_);
-  if (checks.front()->asking) {
+  if (submissions.front()->asking) {
     out.Write({"ASKING"});
     pending_.push_back({Pending::Kind::kAsking});
   }
   out.Command(3 + 5 * count + (plain ? 0 : 1));
-  const Algorithm algorithm = checks.front()->algorithm;
+  const Algorithm algorithm = submissions.front()->algorithm;
   if (options_.mode == ScriptMode::kEvalsha) {
     out.Arg("EVALSHA").Arg(script_sha_[Index(algorithm)]);
   } else {
     out.Arg("FCALL").Arg(FunctionName(algorithm, options_.layout));
   }
   out.Arg(static_cast<int64_t>(declared));
-  auto keys = [&out](auto first, auto last) {
-    for (; first != last; ++first) {
-      for (const BucketOp& op : (*first)->ops) out.Arg(op.key);
-    }
-  };
-  const auto undeclared = checks.begin() + (across_slots ? 1 : checks.size());
-  keys(checks.begin(), undeclared);
-  for (const CheckPtr& check : checks) {
-    for (const BucketOp& op : check->ops) {
+  const auto undeclared =
+      submissions.begin() + static_cast<std::ptrdiff_t>(across_slots ? 1 : submissions.size());
+  WriteKeys(out, submissions.begin(), undeclared);
+  for (const SubmissionPtr& submission : submissions) {
+    for (const BucketOp& op : submission->ops) {
       out.Arg(op.limit.capacity).Arg(op.limit.tokens).Arg(op.limit.period_ms).Arg(op.cost);
     }
   }
   if (!plain) out.Arg(codes);
-  keys(undeclared, checks.end());
-  for (const CheckPtr& check : checks) {
-    ops_in_flight_ += check->ops.size();
-    if (check->wait.replicas > 0) {
-      waiters_.push_back(check);
-      waiters_need_.replicas = std::max(waiters_need_.replicas, check->wait.replicas);
-      waiters_need_.timeout_ms = std::max(waiters_need_.timeout_ms, check->wait.timeout_ms);
-    }
+  WriteKeys(out, undeclared, submissions.end());
+}
+
+void CallPipeline::WriteKeys(RespWriter& out, SubmissionIt first, SubmissionIt last) {
+  for (; first != last; ++first) {
+    for (const BucketOp& op : (*first)->ops) out.Arg(op.key);
   }
-  pending_.push_back({Pending::Kind::kBucket, std::move(checks)});
-  ++calls_awaited_;
-  commands_.fetch_add(1, std::memory_order_relaxed);
 }
 
 // One WAIT at the end of a write covers every call before it on the connection: WAIT blocks
-// the connection while it waits, so one per check would queue each behind the last.
+// the connection while it waits, so one per submission would queue each behind the last.
 void CallPipeline::WriteWait() {
   if (waiters_.empty()) return;
   RespWriter(out_).Write(
@@ -414,7 +384,7 @@ void CallPipeline::WriteWait() {
 }
 
 // Writes everything queued in one socket write; what queues meanwhile goes in the next one.
-// Gathered checks wait while kMaxCallsAwaited calls are unanswered: the next answer flushes.
+// Gathered submissions wait while kMaxCallsAwaited calls are unanswered: the next answer flushes.
 // While connecting, only the handshake is written.
 void CallPipeline::Flush() {
   const RedisLink::State state = link_.state();
@@ -439,155 +409,17 @@ void CallPipeline::Flush() {
   });
 }
 
-// Whether `checks` hold keys of more than one cluster slot.
-bool CallPipeline::SpansSlots(const std::vector<CheckPtr>& checks) {
-  return std::any_of(checks.begin(), checks.end(),
-                     [&checks](const CheckPtr& c) { return c->slot != checks.front()->slot; });
-}
-
-// --- Receiving ------------------------------------------------------------------------------
-
-// Handles every complete reply, then writes what they freed room for.
-void CallPipeline::OnData() {
-  const uint64_t gen = link_.generation();
-  for (;;) {
-    Result<ReplyPtr> next = link_.NextReply();
-    if (!next.ok()) return link_.Drop(next.status().message());
-    if (*next == nullptr) break;
-    if (pending_.empty()) return link_.Drop("unexpected reply from " + link_.Where());
-    Pending p = std::move(pending_.front());
-    pending_.pop_front();
-    // A freed place goes to the waiting checks at once, before this call's checks resume their
-    // requests (which may take a while), so that Redis works meanwhile.
-    if (p.kind == Pending::Kind::kBucket && calls_awaited_-- == kMaxCallsAwaited) Flush();
-    if (pending_.empty()) idle_since_write_ = true;
-    OnReply(p, **next);
-    if (gen != link_.generation()) return;
-  }
-  Flush();
-}
-
-void CallPipeline::OnReply(Pending& p, const redisReply& reply) {
-  switch (p.kind) {
-    case Pending::Kind::kHandshake:
-    case Pending::Kind::kLoad:
-      return OnSetupReply(p, reply);
-    case Pending::Kind::kRole:
-      return OnRoleReply(reply);
-    case Pending::Kind::kAsking:
-      return;  // an error here shows again, and is handled, in the call's own reply
-    case Pending::Kind::kBucket:
-      return OnBucketReply(p, reply);
-    case Pending::Kind::kWait:
-      return OnWaitReply(p, reply);
-  }
-}
-
-void CallPipeline::OnSetupReply(const Pending& p, const redisReply& reply) {
-  if (IsError(reply)) {
-    return link_.Drop(link_.Where() +
-                      " refused the connection's setup: " + std::string(Text(reply)));
-  }
-  if (options_.mode == ScriptMode::kEvalsha && reply.type == REDIS_REPLY_STRING) {
-    script_sha_[Index(p.algorithm)].assign(reply.str, static_cast<size_t>(reply.len));
-  }
-  if (p.kind == Pending::Kind::kLoad) reload_queued_ = false;
-  const bool last_setup_reply =
-      std::none_of(pending_.begin(), pending_.end(), [](const Pending& q) {
-        return q.kind == Pending::Kind::kHandshake || q.kind == Pending::Kind::kRole;
-      });
-  if (p.kind == Pending::Kind::kHandshake && link_.state() == RedisLink::State::kConnecting &&
-      last_setup_reply) {
-    BecomeReady();
-  }
-}
-
-// ROLE's first element is "master" on a master; anything else (a replica a failover left
-// behind, a server still loading) is not where checks may go: look again after a backoff.
-void CallPipeline::OnRoleReply(const redisReply& reply) {
-  std::string_view role;
-  if (reply.type == REDIS_REPLY_ARRAY && reply.elements > 0) role = Text(*reply.element[0]);
-  if (role == "master") return;
-  link_.Drop(link_.Where() + " is not a master (its role is " +
-             (role.empty() ? std::string("unknown") : std::string(role)) +
-             "); asking the sentinels again");
-}
-
-void CallPipeline::FinishEach(const std::vector<CheckPtr>& checks, const Status& error) {
-  for (const CheckPtr& check : checks) check->Finish(error);
-}
-
-void CallPipeline::OnBucketReply(const Pending& p, const redisReply& reply) {
-  size_t count = 0;
-  for (const CheckPtr& check : p.checks) {
-    ops_in_flight_ -= check->ops.size();
-    count += check->ops.size();
-  }
-  if (IsError(reply)) {
-    const std::string_view error = Text(reply);
-    if (IsMissingCode(error)) return Resend(p.checks, error);
-    if (p.checks.size() > 1 && IsRedirection(error)) {
-      // The call never ran; each check's own keys decide where it belongs.
-      for (const CheckPtr& check : p.checks) Send({check});
-      return;
-    }
-    FinishEach(p.checks, Status::StoreError(std::string(error)));
-    // A master that a failover made a replica refuses writes: find the master again.
-    if (IsReadOnly(error)) link_.Drop(link_.Where() + " is read-only now: " + std::string(error));
-    return;
-  }
-  if (!IsBucketCallReply(reply, count)) {
-    return FinishEach(p.checks, Status::StoreError("unexpected reply to the bucket script"));
-  }
-  size_t offset = 0;
-  for (const CheckPtr& check : p.checks) {
-    const size_t at = std::exchange(offset, offset + kRepliesPerOp * check->ops.size());
-    if (check->finished) continue;  // timed out while the call was on its way
-    Result<std::vector<BucketReply>> replies = ParseBucketReplies(reply, at, check->ops);
-    if (!replies.ok() && p.checks.size() > 1 && IsNotHeldHere(replies.status().message())) {
-      Send({check});  // alone, it declares its keys: the node answers where they are
-      continue;
-    }
-    if (replies.ok() && check->wait.replicas > 0) {
-      check->replies = std::move(replies).value();  // answered when WAIT is
-      continue;
-    }
-    check->Finish(std::move(replies));
-  }
-}
-
-// The decisions stand whatever WAIT says; a wait that ended short is only counted. A check
-// whose call got NOSCRIPT has no replies yet and is left to the WAIT behind its resent call.
-void CallPipeline::OnWaitReply(const Pending& p, const redisReply& reply) {
-  int needed = 0;
-  for (const CheckPtr& check : p.checks) needed = std::max(needed, check->wait.replicas);
-  if (reply.type != REDIS_REPLY_INTEGER || reply.integer < needed) {
-    short_waits_.fetch_add(1, std::memory_order_relaxed);
-  }
-  for (const CheckPtr& check : p.checks) {
-    if (!check->finished && check->replies) check->Finish(std::move(*check->replies));
-  }
-}
-
-// The server lost the script: load it again (once for all the calls that noticed), then send
-// the call's checks again behind the load. They never ran, so each is sent exactly once more.
-void CallPipeline::Resend(std::vector<CheckPtr> checks, std::string_view error) {
-  std::erase_if(checks, [&error](const CheckPtr& check) {
-    if (++check->resends <= kMaxResends) return check->finished;
-    check->Finish(Status::StoreError("still " + std::string(error) + " after reloading"));
-    return true;
-  });
-  if (!reload_queued_) {
-    WriteLoad();
-    reload_queued_ = true;
-  }
-  Send(std::move(checks));
+// Whether `submissions` hold keys of more than one cluster slot.
+bool CallPipeline::SpansSlots(const std::vector<SubmissionPtr>& submissions) {
+  return std::any_of(
+      submissions.begin(), submissions.end(),
+      [&submissions](const SubmissionPtr& c) { return c->slot != submissions.front()->slot; });
 }
 
 // --- Deadlines ------------------------------------------------------------------------------
 
-// One timer for every check, set for the soonest of the soonest deadline and the stall limit,
-// and moved earlier when a check arrives whose deadline comes first.
+// One timer for every submission, set for the soonest of the soonest deadline and the stall limit,
+// and moved earlier when a submission arrives whose deadline comes first.
 void CallPipeline::ArmDeadlineTimer() {
   if (link_.state() == RedisLink::State::kStopped) return;
   while (!deadlines_.empty() && deadlines_.top()->finished) deadlines_.pop();
@@ -606,17 +438,17 @@ void CallPipeline::ArmDeadlineTimer() {
         if (seq != timer_seq_) return;
         timer_armed_ = false;
         if (ec || link_.state() == RedisLink::State::kStopped) return;
-        ExpireChecks();
+        ExpireSubmissions();
         ArmDeadlineTimer();
       });
 }
 
-void CallPipeline::ExpireChecks() {
+void CallPipeline::ExpireSubmissions() {
   const auto now = Clock::now();
   while (!deadlines_.empty() && (deadlines_.top()->finished || deadlines_.top()->deadline <= now)) {
-    CheckPtr check = deadlines_.top();
+    SubmissionPtr submission = deadlines_.top();
     deadlines_.pop();
-    TimeOut(*check);
+    TimeOut(*submission);
   }
   // A server that has stopped answering (hung, paused, a dead peer that sent no FIN) is
   // dropped so that the link can find it again.
@@ -626,11 +458,12 @@ void CallPipeline::ExpireChecks() {
   }
 }
 
-void CallPipeline::TimeOut(Check& check) {
-  if (check.finished) return;
+void CallPipeline::TimeOut(Submission& submission) {
+  if (submission.finished) return;
   timeouts_.fetch_add(1, std::memory_order_relaxed);
-  check.Finish(Status::DeadlineExceeded("no answer from " + link_.Where() + " in time (timeout " +
-                                        std::to_string(options_.timeout.count()) + " ms)"));
+  submission.Finish(Status::DeadlineExceeded("no answer from " + link_.Where() +
+                                             " in time (timeout " +
+                                             std::to_string(options_.timeout.count()) + " ms)"));
 }
 
 std::chrono::milliseconds CallPipeline::StallLimit() const {

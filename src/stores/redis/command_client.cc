@@ -121,23 +121,23 @@ void CommandClient::ArmTimer() {
 
 void SendAll(CommandClient& client, const std::vector<std::vector<std::string>>& commands,
              std::function<void(std::vector<Result<ReplyPtr>>)> done) {
-  struct Gathered {
+  struct CommandJoin {
     std::vector<Result<ReplyPtr>> replies;
     size_t left = 0;
     std::function<void(std::vector<Result<ReplyPtr>>)> done;
   };
-  auto gathered = std::make_shared<Gathered>();
-  gathered->replies.reserve(commands.size());
+  auto join = std::make_shared<CommandJoin>();
+  join->replies.reserve(commands.size());
   for (size_t i = 0; i < commands.size(); ++i) {
-    gathered->replies.emplace_back(Status::Unavailable("not sent"));
+    join->replies.emplace_back(Status::Unavailable("not sent"));
   }
-  gathered->left = commands.size();
-  gathered->done = std::move(done);
-  if (commands.empty()) return gathered->done({});
+  join->left = commands.size();
+  join->done = std::move(done);
+  if (commands.empty()) return join->done({});
   for (size_t i = 0; i < commands.size(); ++i) {
-    client.Send(commands[i], [gathered, i](Result<ReplyPtr> reply) {
-      gathered->replies[i] = std::move(reply);
-      if (--gathered->left == 0) gathered->done(std::move(gathered->replies));
+    client.Send(commands[i], [join, i](Result<ReplyPtr> reply) {
+      join->replies[i] = std::move(reply);
+      if (--join->left == 0) join->done(std::move(join->replies));
     });
   }
 }

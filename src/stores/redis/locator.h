@@ -28,7 +28,7 @@ class Locator {
   // Calls `moved` on the io_context with the address when there is news that the server may
   // have moved (a sentinel's +switch-master, or its answer once subscribed): a hint to connect
   // again sooner; Locate stays the source of truth.
-  virtual void Watch(std::function<void(const NodeAddress&)> moved) { (void)moved; }
+  virtual void Watch(const std::function<void(const NodeAddress&)>& /*moved*/) {}
 
   // Ends what it runs in the background; Locate is not called again.
   virtual void Stop() {}

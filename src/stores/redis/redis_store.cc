@@ -4,10 +4,9 @@
 
 #include <algorithm>
 #include <array>
-#include <mutex>
-#include <optional>
 
 #include "call_pipeline.h"
+#include "reply_join.h"
 
 namespace sluice {
 
@@ -99,33 +98,17 @@ void RedisStore::Apply(std::vector<BucketOp> ops, RedisCall call, StoreCallback 
     return done(Status::FailedPrecondition(
         "all-or-nothing needs one script call, and these rules use different algorithms"));
   }
-  // A call per algorithm, in the same write; one answer when both have come, in the ops' order.
-  struct Join {
-    std::mutex mutex;
-    std::vector<BucketReply> replies;
-    size_t outstanding = 0;
-    std::optional<Status> error;
-    StoreCallback done;
-  };
+  // A call per algorithm, in the same write; one answer once every call has answered (with the
+  // first failure, if any), so that the caller hears after every op it sent has been decided.
   const size_t count = ops.size();
   std::vector<AlgorithmPart> parts = SplitByAlgorithm(std::move(ops));
-  auto join = std::make_shared<Join>();
-  join->replies.resize(count);
-  join->outstanding = parts.size();
-  join->done = std::move(done);
+  auto join = std::make_shared<stores::ReplyJoin>(
+      count, parts.size(), stores::ReplyJoin::OnError::kAfterEveryPart, std::move(done));
   for (AlgorithmPart& part : parts) {
-    pipeline_->Submit(std::move(part.ops), call,
-                      [join, positions = part.positions](Result<std::vector<BucketReply>> result) {
-                        std::unique_lock lock(join->mutex);
-                        if (!result.ok() && !join->error) join->error = result.status();
-                        for (size_t k = 0; result.ok() && k < positions.size(); ++k) {
-                          join->replies[positions[k]] = (*result)[k];
-                        }
-                        if (--join->outstanding > 0) return;
-                        lock.unlock();
-                        if (join->error) return join->done(*join->error);
-                        join->done(std::move(join->replies));
-                      });
+    pipeline_->Submit(
+        std::move(part.ops), call,
+        [join, positions = std::move(part.positions)](
+            const Result<std::vector<BucketReply>>& result) { join->Answer(positions, result); });
   }
 }
 

@@ -25,50 +25,57 @@ Status RespScanner::Scan(std::string_view bytes) {
   if (!error_.ok()) return error_;
   size_t i = 0;
   while (i < bytes.size()) {
-    if (phase_ == Phase::kPayload) {
-      // Skipped whole, not byte by byte.
-      const uint64_t take = std::min<uint64_t>(payload_left_, bytes.size() - i);
-      payload_left_ -= take;
-      reply_bytes_ += take;
-      i += take;
-      if (reply_bytes_ > limits_.max_reply_bytes) return TooLong();
-      if (payload_left_ == 0) ItemDone();
-    } else {
-      const char c = bytes[i++];
-      if (++reply_bytes_ > limits_.max_reply_bytes) return TooLong();
-      Status s;
-      switch (phase_) {
-        case Phase::kType:
-          type_ = c;
-          if (c == '+' || c == '-') {
-            phase_ = Phase::kLine;
-            line_cr_ = false;
-          } else if (c == ':' || c == '$' || c == '*') {
-            phase_ = Phase::kNumber;
-            negative_ = false;
-            digits_ = 0;
-            value_ = 0;
-          } else {
-            s = Fail("a reply begins with " + Shown(c) + ", not a RESP type");
-          }
-          break;
-        case Phase::kLine:
-          if (line_cr_ && c == '\n') ItemDone();
-          line_cr_ = c == '\r';
-          break;
-        case Phase::kNumber:
-          s = Number(c);
-          break;
-        case Phase::kNumberEnd:
-          s = c == '\n' ? EndNumber() : Fail("a length's CR is followed by " + Shown(c));
-          break;
-        case Phase::kPayload:
-          break;  // handled above
-      }
-      if (!s.ok()) return s;
-    }
+    Status s = phase_ == Phase::kPayload ? SkipPayload(bytes, i) : Byte(bytes[i++]);
+    if (!s.ok()) return s;
   }
   return {};
+}
+
+// Skipped whole, not byte by byte.
+Status RespScanner::SkipPayload(std::string_view bytes, size_t& i) {
+  const uint64_t take = std::min<uint64_t>(payload_left_, bytes.size() - i);
+  payload_left_ -= take;
+  reply_bytes_ += take;
+  i += take;
+  if (reply_bytes_ > limits_.max_reply_bytes) return TooLong();
+  if (payload_left_ == 0) ItemDone();
+  return {};
+}
+
+Status RespScanner::Byte(char c) {
+  if (++reply_bytes_ > limits_.max_reply_bytes) return TooLong();
+  switch (phase_) {
+    case Phase::kType:
+      return Type(c);
+    case Phase::kLine:
+      if (line_cr_ && c == '\n') ItemDone();
+      line_cr_ = c == '\r';
+      return {};
+    case Phase::kNumber:
+      return Number(c);
+    case Phase::kNumberEnd:
+      return c == '\n' ? EndNumber() : Fail("a length's CR is followed by " + Shown(c));
+    case Phase::kPayload:
+      break;  // read by SkipPayload
+  }
+  return {};
+}
+
+Status RespScanner::Type(char c) {
+  type_ = c;
+  if (c == '+' || c == '-') {
+    phase_ = Phase::kLine;
+    line_cr_ = false;
+    return {};
+  }
+  if (c == ':' || c == '$' || c == '*') {
+    phase_ = Phase::kNumber;
+    negative_ = false;
+    digits_ = 0;
+    value_ = 0;
+    return {};
+  }
+  return Fail("a reply begins with " + Shown(c) + ", not a RESP type");
 }
 
 Status RespScanner::TooLong() {

@@ -53,6 +53,12 @@ class RespScanner {
     kPayload,    // in a bulk string's bytes and their CRLF
   };
 
+  // kPayload: skips what `bytes` hold of the bulk string from `i`, moving `i` past it.
+  Status SkipPayload(std::string_view bytes, size_t& i);
+  // Any other phase: reads one byte.
+  Status Byte(char c);
+  // kType: an item's type byte.
+  Status Type(char c);
   Status Fail(std::string message);
   Status TooLong();
   Status Number(char c);

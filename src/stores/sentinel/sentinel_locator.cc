@@ -160,8 +160,8 @@ void SentinelLocator::LearnSentinels(const redisReply& reply) {
   }
 }
 
-void SentinelLocator::Watch(std::function<void(const NodeAddress&)> moved) {
-  moved_ = std::move(moved);
+void SentinelLocator::Watch(const std::function<void(const NodeAddress&)>& moved) {
+  moved_ = moved;
   Subscribe();
 }
 

@@ -38,7 +38,7 @@ class SentinelLocator final : public Locator, public std::enable_shared_from_thi
   // calls `moved` with the new address of this master; and, each time a subscription is
   // confirmed, with the address that sentinel names, so that a switch missed meanwhile is
   // caught up with.
-  void Watch(std::function<void(const NodeAddress&)> moved) override;
+  void Watch(const std::function<void(const NodeAddress&)>& moved) override;
 
   void Stop() override;
 
