@@ -10,6 +10,7 @@
 #include "sluice/memory_store.h"
 #include "sluice/over_limit_cache.h"
 #include "support/fake_store.h"
+#include "support/manual_clock.h"
 
 namespace sluice {
 namespace {
@@ -50,7 +51,7 @@ TEST(LimiterTest, FailClosedDenies) {
 }
 
 TEST(LimiterTest, OverLimitCacheAnswersAnEmptyBucketUntilItsRetryTime) {
-  auto clock = std::make_shared<ManualClock>(0);
+  auto clock = std::make_shared<testing::ManualClock>(0);
   auto store = std::make_shared<testing::FakeStore>(std::make_shared<MemoryStore>(clock));
   LimiterOptions options;
   options.over_limit_cache = std::make_shared<OverLimitCache>(clock, 1000);
@@ -105,7 +106,7 @@ TEST(LimiterTest, CreateRefusesBadRulesAndSharedBuckets) {
 }
 
 TEST(LimiterTest, KeyPrefixIsConfigurable) {
-  auto clock = std::make_shared<ManualClock>();
+  auto clock = std::make_shared<testing::ManualClock>();
   auto store = std::make_shared<MemoryStore>(clock);
   LimiterOptions options;
   options.key_prefix = "edge:";

@@ -1,4 +1,5 @@
 #include "sluice/over_limit_cache.h"
+#include "support/manual_clock.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +7,7 @@ namespace sluice {
 namespace {
 
 TEST(OverLimitCacheTest, RemembersUntilTheRetryTime) {
-  auto clock = std::make_shared<ManualClock>(1'000);
+  auto clock = std::make_shared<testing::ManualClock>(1'000);
   OverLimitCache cache(clock, 10);
   EXPECT_EQ(cache.RetryMs("rl:key:a"), 0);
   cache.Remember("rl:key:a", 3'000);
@@ -19,7 +20,7 @@ TEST(OverLimitCacheTest, RemembersUntilTheRetryTime) {
 }
 
 TEST(OverLimitCacheTest, ALaterRejectionMovesTheTime) {
-  auto clock = std::make_shared<ManualClock>();
+  auto clock = std::make_shared<testing::ManualClock>();
   OverLimitCache cache(clock, 10);
   cache.Remember("k", 100);
   cache.Remember("k", 500);
@@ -29,7 +30,7 @@ TEST(OverLimitCacheTest, ALaterRejectionMovesTheTime) {
 }
 
 TEST(OverLimitCacheTest, StaysWithinItsBound) {
-  auto clock = std::make_shared<ManualClock>();
+  auto clock = std::make_shared<testing::ManualClock>();
   OverLimitCache cache(clock, 3);
   for (const char* key : {"a", "b", "c", "d"}) cache.Remember(key, 1'000);
   EXPECT_EQ(cache.size(), 3u);

@@ -1,4 +1,5 @@
 #include "sluice/spent_quotas.h"
+#include "support/manual_clock.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +14,7 @@ QuotaReply Rejected(int64_t used, int64_t left_ms, int64_t now_ms = 5'000'000) {
 }
 
 TEST(SpentQuotasTest, ASpentQuotaIsRejectedUntilItsWindowEnds) {
-  auto clock = std::make_shared<ManualClock>(0);
+  auto clock = std::make_shared<testing::ManualClock>(0);
   SpentQuotas spent(clock, 10);
   spent.Remember(kOp, Rejected(100, 60'000), 0, spent.Changes());
   std::optional<QuotaReply> known = spent.Rejection(kOp);
@@ -30,7 +31,7 @@ TEST(SpentQuotasTest, ASpentQuotaIsRejectedUntilItsWindowEnds) {
 }
 
 TEST(SpentQuotasTest, TheWindowEndIsCountedFromWhenTheCheckWasAsked) {
-  auto clock = std::make_shared<ManualClock>(1000);
+  auto clock = std::make_shared<testing::ManualClock>(1000);
   SpentQuotas spent(clock, 10);
   // Asked at 0, answered at 1000: the window ended 60 s after the store decided, at most 60 s
   // after the question.
@@ -40,7 +41,7 @@ TEST(SpentQuotasTest, TheWindowEndIsCountedFromWhenTheCheckWasAsked) {
 }
 
 TEST(SpentQuotasTest, OnlyWhatCannotFitIsRejected) {
-  auto clock = std::make_shared<ManualClock>(0);
+  auto clock = std::make_shared<testing::ManualClock>(0);
   SpentQuotas spent(clock, 10);
   spent.Remember(kOp, Rejected(98, 60'000), 0, spent.Changes());  // a cost of 5 did not fit
   EXPECT_FALSE(spent.Rejection(kOp));                             // a cost of 1 may
@@ -62,7 +63,7 @@ TEST(SpentQuotasTest, OnlyWhatCannotFitIsRejected) {
 }
 
 TEST(SpentQuotasTest, AllowedRepliesAreNotRemembered) {
-  auto clock = std::make_shared<ManualClock>(0);
+  auto clock = std::make_shared<testing::ManualClock>(0);
   SpentQuotas spent(clock, 10);
   QuotaReply allowed = Rejected(100, 60'000);
   allowed.allowed = true;
@@ -71,7 +72,7 @@ TEST(SpentQuotasTest, AllowedRepliesAreNotRemembered) {
 }
 
 TEST(SpentQuotasTest, ForgetAndClearDropWhatARestWouldMakeWrong) {
-  auto clock = std::make_shared<ManualClock>(0);
+  auto clock = std::make_shared<testing::ManualClock>(0);
   SpentQuotas spent(clock, 10);
   spent.Remember(kOp, Rejected(100, 60'000), 0, spent.Changes());
   QuotaOp other = kOp;
@@ -87,7 +88,7 @@ TEST(SpentQuotasTest, ForgetAndClearDropWhatARestWouldMakeWrong) {
 // A reset's notice can arrive (on the listening connection) before the reply of a check that was
 // decided before the reset (on another): that reply's count is stale and is not remembered.
 TEST(SpentQuotasTest, AReplySentBeforeAResetIsNotRememberedAfterIt) {
-  auto clock = std::make_shared<ManualClock>(0);
+  auto clock = std::make_shared<testing::ManualClock>(0);
   SpentQuotas spent(clock, 10);
   QuotaOp other = kOp;
   other.value = "org_other";
@@ -104,7 +105,7 @@ TEST(SpentQuotasTest, AReplySentBeforeAResetIsNotRememberedAfterIt) {
 }
 
 TEST(SpentQuotasTest, ItHoldsNoMoreThanItsBound) {
-  auto clock = std::make_shared<ManualClock>(0);
+  auto clock = std::make_shared<testing::ManualClock>(0);
   SpentQuotas spent(clock, 2);
   for (int i = 0; i < 5; ++i) {
     QuotaOp op = kOp;
@@ -122,7 +123,7 @@ TEST(SpentQuotasTest, ItHoldsNoMoreThanItsBound) {
 // Room is made by dropping the entries that ended, in the order they end: an entry remembered
 // again with a later end is kept by its new end.
 TEST(SpentQuotasTest, RoomIsMadeByTheEntriesThatEnded) {
-  auto clock = std::make_shared<ManualClock>(0);
+  auto clock = std::make_shared<testing::ManualClock>(0);
   SpentQuotas spent(clock, 2);
   QuotaOp a = kOp;
   a.value = "a";

@@ -18,6 +18,7 @@
 #include "http/string_views.h"
 #include "sluice/clock.h"
 #include "sluice/memory_store.h"
+#include "support/manual_clock.h"
 
 namespace sluice::http::testing {
 
@@ -109,7 +110,7 @@ class InProcessGateway {
 
   asio::io_context io_;
   // Still: a bucket emptied and read in the same millisecond gives whole retry times.
-  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(1'000'000);
+  std::shared_ptr<testing::ManualClock> clock_ = std::make_shared<testing::ManualClock>(1'000'000);
   Gateway gateway_;
   std::vector<std::unique_ptr<Peer>> peers_;
 };

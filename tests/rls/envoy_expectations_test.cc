@@ -15,6 +15,7 @@
 #include "rls/service.h"
 #include "sluice/clock.h"
 #include "sluice/memory_store.h"
+#include "support/manual_clock.h"
 
 namespace sluice::rls {
 namespace {
@@ -181,7 +182,8 @@ class EnvoyExpectationsTest : public ::testing::Test {
     return "";
   }
 
-  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(1'764'633'600'000);
+  std::shared_ptr<testing::ManualClock> clock_ =
+      std::make_shared<testing::ManualClock>(1'764'633'600'000);
   std::shared_ptr<MemoryStore> store_ = std::make_shared<MemoryStore>(clock_);
   std::unique_ptr<Service> service_;
 };

@@ -27,46 +27,14 @@
 #include "rls/rate_limit_requests.h"
 #include "sluice/clock.h"
 #include "sluice/memory_store.h"
+#include "support/fake_store.h"
+#include "support/manual_clock.h"
 
 namespace sluice::rls {
 namespace {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
-
-// The memory store, or, when told, a store that fails every call with `failure`, or one that
-// holds its calls until the test releases them.
-class ScriptedStore final : public Store {
- public:
-  explicit ScriptedStore(std::shared_ptr<Store> inner) : inner_(std::move(inner)) {}
-
-  void Apply(std::vector<BucketOp> ops, StoreCallback done) override {
-    if (!failure.ok()) return done(failure);
-    if (hold) {
-      held_.emplace_back([this, ops = std::move(ops), done = std::move(done)]() mutable {
-        inner_->Apply(std::move(ops), std::move(done));
-      });
-      return;
-    }
-    inner_->Apply(std::move(ops), std::move(done));
-  }
-  void ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallback done) override {
-    Apply(std::move(ops), std::move(done));
-  }
-
-  // Answers the calls held so far.
-  void Release() {
-    std::vector<std::function<void()>> held = std::move(held_);
-    for (auto& call : held) call();
-  }
-
-  Status failure;
-  bool hold = false;
-
- private:
-  std::shared_ptr<Store> inner_;
-  std::vector<std::function<void()>> held_;
-};
 
 class RlsServiceInProcessTest : public ::testing::Test {
  protected:
@@ -115,9 +83,12 @@ class RlsServiceInProcessTest : public ::testing::Test {
     return response.get();
   }
 
-  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(1'764'633'600'000);
+  std::shared_ptr<testing::ManualClock> clock_ =
+      std::make_shared<testing::ManualClock>(1'764'633'600'000);
   std::shared_ptr<MemoryStore> memory_ = std::make_shared<MemoryStore>(clock_);
-  std::shared_ptr<ScriptedStore> store_ = std::make_shared<ScriptedStore>(memory_);
+  // The memory store, failing or holding its calls when a test says so.
+  std::shared_ptr<sluice::testing::FakeStore> store_ =
+      std::make_shared<sluice::testing::FakeStore>(memory_);
   std::unique_ptr<Service> service_;
 };
 
@@ -174,7 +145,7 @@ TEST_F(RlsServiceInProcessTest, SeveralDescriptorsAndHitsAddendInOneCall) {
 // nothing of its error text; a call that needs no store is answered either way, and a request
 // the store calls invalid is the caller's fault, whatever the setting.
 TEST_F(RlsServiceInProcessTest, TheFailureSettingAnswersWhenTheStoreFails) {
-  store_->failure = Status::Unavailable("redis 10.0.0.7:6379: connection refused");
+  store_->FailWith(Status::Unavailable("redis 10.0.0.7:6379: connection refused"));
   ServiceOptions open;
   open.failure = config::RlsFailure::kOpen;
   Configure(open);
@@ -206,7 +177,7 @@ TEST_F(RlsServiceInProcessTest, TheFailureSettingAnswersWhenTheStoreFails) {
       << metrics;
   EXPECT_EQ(metrics.find("10.0.0.7"), std::string::npos);
 
-  store_->failure = Status::InvalidArgument("cost out of range");
+  store_->FailWith(Status::InvalidArgument("cost out of range"));
   refused = Answer(Request({{{"client", "a"}}}));
   ASSERT_TRUE(refused.has_value());
   EXPECT_EQ(refused->status().code(), StatusCode::kInvalidArgument);
@@ -218,7 +189,7 @@ TEST_F(RlsServiceInProcessTest, CallsPastMaxInFlightAreRefusedAtOnce) {
   ServiceOptions options;
   options.max_calls_in_flight = 2;
   Configure(options);
-  store_->hold = true;
+  store_->Hold(true);
   int answered = 0;
   for (const char* client : {"a", "b"}) {
     service_->ShouldRateLimit(Request({{{"client", client}}}),
@@ -241,7 +212,7 @@ TEST_F(RlsServiceInProcessTest, CallsPastMaxInFlightAreRefusedAtOnce) {
   EXPECT_EQ(answered, 2);
   EXPECT_EQ(service_->InFlight(), 0U);
   EXPECT_NE(service_->MetricsText().find("sluice_rls_calls_shed_total 2"), std::string::npos);
-  store_->hold = false;
+  store_->Hold(false);
   EXPECT_EQ(Codes(Request({{{"client", "c"}}}), 1), "+");
 }
 
@@ -252,7 +223,7 @@ TEST_F(RlsServiceInProcessTest, TheOverLimitCacheAnswersWithoutTheStoreAndCounts
   options.over_limit_cache = std::make_shared<OverLimitCache>(clock_, 100);
   Configure(options);
   EXPECT_EQ(Codes(Request({{{"client", "bot-9"}}}), 2), "+x");
-  store_->failure = Status::Unavailable("down");  // the cache answers: the store is not asked
+  store_->FailWith(Status::Unavailable("down"));  // the cache answers: the store is not asked
   EXPECT_EQ(Codes(Request({{{"client", "bot-9"}}}), 3), "xxx");
   EXPECT_EQ(service_->Stats().over_limit_with_local_cache, 3U);
   const std::string metrics = service_->MetricsText();

@@ -12,6 +12,7 @@
 #include "sluice/local_counting_store.h"
 #include "sluice/redis_store.h"
 #include "support/apply_blocking.h"
+#include "support/manual_clock.h"
 #include "support/redis_server.h"
 #include "support/resident_memory.h"
 
@@ -81,7 +82,7 @@ class LocalCountingFloodTest : public ::testing::Test {
   // first, and too small for the flood.
   RedisServer server_{{"--maxmemory", "8mb", "--maxmemory-policy", "volatile-ttl"}};
   std::shared_ptr<RedisStore> redis_;
-  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(0);
+  std::shared_ptr<testing::ManualClock> clock_ = std::make_shared<testing::ManualClock>(0);
   std::unique_ptr<LocalCountingStore> local_;
 };
 

@@ -15,6 +15,7 @@
 #include "sluice/memory_store.h"
 #include "support/apply_blocking.h"
 #include "support/fake_store.h"
+#include "support/manual_clock.h"
 
 namespace sluice {
 namespace {
@@ -47,7 +48,7 @@ class LocalCountingTest : public ::testing::Test {
     return replies.ok() ? replies->front().remaining : -1;
   }
 
-  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(1'000'000);
+  std::shared_ptr<testing::ManualClock> clock_ = std::make_shared<testing::ManualClock>(1'000'000);
   std::shared_ptr<MemoryStore> shared_ = std::make_shared<MemoryStore>(clock_);
   const Request request_{{"key", "k"}};
 };

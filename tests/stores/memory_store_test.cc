@@ -4,6 +4,7 @@
 
 #include <future>
 
+#include "support/manual_clock.h"
 #include "support/resident_memory.h"
 
 namespace sluice {
@@ -22,7 +23,7 @@ BucketReply Take(MemoryStore& store, const std::string& key, int64_t cost,
 }
 
 TEST(MemoryStoreTest, TimeComesFromTheInjectedClock) {
-  auto clock = std::make_shared<ManualClock>(1'000'000);
+  auto clock = std::make_shared<testing::ManualClock>(1'000'000);
   MemoryStore store(clock);
   for (int i = 0; i < 100; ++i) ASSERT_TRUE(Take(store, "k", 1).allowed);
   BucketReply no = Take(store, "k", 1);
@@ -37,7 +38,7 @@ TEST(MemoryStoreTest, TimeComesFromTheInjectedClock) {
 }
 
 TEST(MemoryStoreTest, BucketIsForgottenWhenItWouldBeFull) {
-  auto clock = std::make_shared<ManualClock>();
+  auto clock = std::make_shared<testing::ManualClock>();
   MemoryStore store(clock);
   Take(store, "k", 1);
   EXPECT_EQ(store.BucketCount(), 1u);
@@ -47,7 +48,7 @@ TEST(MemoryStoreTest, BucketIsForgottenWhenItWouldBeFull) {
 }
 
 TEST(MemoryStoreTest, HundredThousandBucketsRefillAndAreGone) {
-  auto clock = std::make_shared<ManualClock>();
+  auto clock = std::make_shared<testing::ManualClock>();
   MemoryStore store(clock);
   for (int i = 0; i < 100'000; ++i) Take(store, "client:" + std::to_string(i), 1);
   EXPECT_EQ(store.BucketCount(), 100'000u);
@@ -58,7 +59,7 @@ TEST(MemoryStoreTest, HundredThousandBucketsRefillAndAreGone) {
 }
 
 TEST(MemoryStoreTest, ClockSteppingBackTakesNoTokens) {
-  auto clock = std::make_shared<ManualClock>(10'000);
+  auto clock = std::make_shared<testing::ManualClock>(10'000);
   MemoryStore store(clock);
   Take(store, "k", 50);
   clock->Advance(-5'000);
@@ -75,7 +76,7 @@ TEST(MemoryStoreTest, AFloodOfDistinctKeysStaysWithinTheBound) {
   constexpr int64_t kKeys = 10'000'000;
 #endif
   constexpr size_t kBound = 100'000;
-  auto clock = std::make_shared<ManualClock>(0);
+  auto clock = std::make_shared<testing::ManualClock>(0);
   MemoryStore store(clock, kBound);
   const Limit hour{100, 100, 3'600'000};
   EXPECT_TRUE(Take(store, "rl:key:real", 60, hour).allowed);
@@ -97,7 +98,7 @@ TEST(MemoryStoreTest, AFloodOfDistinctKeysStaysWithinTheBound) {
 }
 
 TEST(MemoryStoreTest, TheBucketNearestToFullIsTheOneForgotten) {
-  auto clock = std::make_shared<ManualClock>(0);
+  auto clock = std::make_shared<testing::ManualClock>(0);
   MemoryStore store(clock, 64);  // four buckets a shard
   const Limit minute{100, 100, 60'000};
   // "drained" is 99 tokens from full, every other bucket 1: in its shard it is always the last
