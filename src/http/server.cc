@@ -235,7 +235,7 @@ class Session {
     HttpResponse response = co_await state_->handler(std::move(request), peer_, loop_);
     response.keep_alive(keep_alive && !state_->stopping);
     const bool written = co_await Write(response, with_body);
-    co_return written && response.keep_alive();
+    co_return written&& response.keep_alive();
   }
 
   // Writes `message` within the write timeout; false when that fails.

@@ -110,7 +110,8 @@ class InProcessGateway {
 
   asio::io_context io_;
   // Still: a bucket emptied and read in the same millisecond gives whole retry times.
-  std::shared_ptr<testing::ManualClock> clock_ = std::make_shared<testing::ManualClock>(1'000'000);
+  std::shared_ptr<sluice::testing::ManualClock> clock_ =
+      std::make_shared<sluice::testing::ManualClock>(1'000'000);
   Gateway gateway_;
   std::vector<std::unique_ptr<Peer>> peers_;
 };

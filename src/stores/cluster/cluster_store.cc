@@ -11,6 +11,7 @@
 #include <random>
 #include <thread>
 
+#include "credentials_or_load.h"
 #include "reply_join.h"
 #include "slot_map_reader.h"
 #include "sluice/key_slot.h"
@@ -335,14 +336,7 @@ std::shared_ptr<ClusterStore::Impl> MakeImpl(ClusterOptions options,
                                              std::shared_ptr<RedisCredentials> credentials,
                                              asio::io_context* io) {
   std::string setup_error;
-  if (!credentials) {
-    Result<std::shared_ptr<RedisCredentials>> loaded = RedisCredentials::Load(options);
-    if (loaded.ok()) {
-      credentials = std::move(loaded).value();
-    } else {
-      setup_error = loaded.status().message();
-    }
-  }
+  credentials = redis::CredentialsOrLoad(options, std::move(credentials), setup_error);
   auto impl = std::make_shared<ClusterStore::Impl>(std::move(options), std::move(credentials),
                                                    std::move(setup_error), io);
   impl->Start();

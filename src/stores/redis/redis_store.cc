@@ -6,6 +6,7 @@
 #include <array>
 
 #include "call_pipeline.h"
+#include "credentials_or_load.h"
 #include "reply_join.h"
 
 namespace sluice {
@@ -44,14 +45,7 @@ std::shared_ptr<redis::CallPipeline> MakePipeline(RedisOptions options,
                                                   std::shared_ptr<RedisCredentials> credentials,
                                                   asio::io_context* io) {
   std::string setup_error;
-  if (!credentials) {
-    Result<std::shared_ptr<RedisCredentials>> loaded = RedisCredentials::Load(options);
-    if (loaded.ok()) {
-      credentials = std::move(loaded).value();
-    } else {
-      setup_error = loaded.status().message();
-    }
-  }
+  credentials = redis::CredentialsOrLoad(options, std::move(credentials), setup_error);
   auto pipeline = std::make_shared<redis::CallPipeline>(std::move(options), std::move(credentials),
                                                         std::move(setup_error), io);
   pipeline->Start();
