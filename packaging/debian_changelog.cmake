@@ -14,6 +14,7 @@ include("${VERSION_FILE}")  # CPACK_PACKAGE_VERSION
 file(STRINGS "${CHANGELOG}" lines)
 set(text "")
 set(open_entry "")  # the trailer line of the entry being written
+set(entries 0)  # entries written so far
 foreach(line IN LISTS lines)
   if(line MATCHES "^## ([^ ]+) \\(([0-9-]+)\\)$")
     set(version "${CMAKE_MATCH_1}")
@@ -22,7 +23,13 @@ foreach(line IN LISTS lines)
     else()
       string(APPEND text "\n${open_entry}\n\n")
     endif()
-    execute_process(COMMAND date -u -R -d "${CMAKE_MATCH_2} 00:00:00"
+    # Each entry a minute before the one above it, from the end of its day: releases of one
+    # day keep their order, and each entry's date is new (lintian refuses one that is not).
+    execute_process(COMMAND date -u +%s -d "${CMAKE_MATCH_2} 23:59:00 UTC"
+                    OUTPUT_VARIABLE seconds OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
+    math(EXPR seconds "${seconds} - 60 * ${entries}")
+    math(EXPR entries "${entries} + 1")
+    execute_process(COMMAND date -u -R -d "@${seconds}"
                     OUTPUT_VARIABLE date OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
     string(APPEND text "sluice (${version}) unstable; urgency=medium\n\n")
     set(open_entry " -- ${MAINTAINER}  ${date}")
