@@ -1,5 +1,6 @@
 #include "config/environment.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 
@@ -10,11 +11,7 @@ bool IsNameStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) ||
 bool IsNameChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
 bool IsName(std::string_view name) {
-  if (name.empty() || !IsNameStart(name.front())) return false;
-  for (char c : name) {
-    if (!IsNameChar(c)) return false;
-  }
-  return true;
+  return !name.empty() && IsNameStart(name.front()) && std::ranges::all_of(name, IsNameChar);
 }
 
 }  // namespace
@@ -35,7 +32,7 @@ Result<std::string> ExpandEnvironment(std::string_view text) {
     }
     const size_t close = text.find('}');
     if (close == std::string_view::npos) {
-      return Status::InvalidArgument("\"${\" without its \"}\" (write $${ for a literal ${)");
+      return Status::InvalidArgument(R"("${" without its "}" (write $${ for a literal ${))");
     }
     const std::string name(text.substr(2, close - 2));
     if (!IsName(name)) {
