@@ -21,6 +21,7 @@ using postgres::PgResult;
 Result<PgResult> Exec(PGconn* conn, const std::string& sql,
                       const std::vector<std::optional<std::string>>& params = {}) {
   std::vector<const char*> values;
+  values.reserve(params.size());
   for (const auto& param : params) values.push_back(param ? param->c_str() : nullptr);
   PgResult result(params.empty() ? PQexec(conn, sql.c_str())
                                  : PQexecParams(conn, sql.c_str(), static_cast<int>(values.size()),

@@ -224,7 +224,11 @@ void SentinelLocator::Ping() {
 // Locate asks it first, since other sentinels may name the old master for a while yet.
 void SentinelLocator::OnSwitch(const HostPort& sentinel, const redisReply& message) {
   std::istringstream words{std::string(Text(*message.element[message.elements - 1]))};
-  std::string name, old_ip, old_port, new_ip, new_port;
+  std::string name;
+  std::string old_ip;
+  std::string old_port;
+  std::string new_ip;
+  std::string new_port;
   if (!(words >> name >> old_ip >> old_port >> new_ip >> new_port) || name != options_.master) {
     return;
   }
