@@ -37,6 +37,8 @@ struct ClusterOptions {
   std::chrono::milliseconds refresh_interval{10'000};
   std::chrono::milliseconds refresh_min_gap{100};
   int max_redirects = 5;  // MOVED/ASK hops for one call before it fails
+  // What the timeouts, retries and refreshes are measured on; null: the process's steady clock.
+  std::shared_ptr<const Clock> clock;
 
   bool operator==(const ClusterOptions&) const = default;
 };

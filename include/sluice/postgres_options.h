@@ -3,9 +3,11 @@
 
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 
+#include "sluice/clock.h"
 #include "sluice/status.h"
 
 namespace sluice {
@@ -26,6 +28,9 @@ struct PostgresOptions {
   // statement deletes.
   std::chrono::milliseconds cleanup_interval{60'000};
   size_t cleanup_batch = 1000;
+  // What the timeouts, waits and the spent-quota memory are measured on; null: the process's
+  // steady clock.
+  std::shared_ptr<const Clock> clock;
 
   // "postgres 127.0.0.1:5432/sluice": where it connects, for logs and metrics; never a
   // credential.

@@ -26,6 +26,7 @@ struct PostgresQuotaStats {
   uint64_t timeouts = 0;    // checks failed with kDeadlineExceeded
   uint64_t errors = 0;      // checks failed otherwise
   uint64_t cleaned = 0;     // rows of ended windows deleted by this store
+  uint64_t cleanups = 0;    // rounds of deletion answered, whatever they deleted
 };
 
 // A QuotaStore on PostgreSQL (libpq, asynchronous), on a thread of its own with `pool`

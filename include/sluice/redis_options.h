@@ -5,12 +5,14 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "sluice/clock.h"
 #include "sluice/status.h"
 
 namespace sluice {
@@ -87,6 +89,9 @@ struct RedisOptions {
   // Reconnection waits start here and double up to the maximum, with jitter.
   std::chrono::milliseconds reconnect_min{50};
   std::chrono::milliseconds reconnect_max{2000};
+  // What the timeouts, deadlines and reconnection waits are measured on; null: the process's
+  // steady clock. Tests give one they move.
+  std::shared_ptr<const Clock> clock;
 
   // Where it connects, for people and logs: "redis.internal:6380", "unix:/run/redis.sock",
   // "sentinel master mymaster"; never a credential.

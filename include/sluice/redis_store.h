@@ -37,7 +37,8 @@ struct RedisCall {
   // Charge the ops only if every enforced one allows (Store::ApplyAllOrNothing).
   bool all_or_nothing = false;
   // Fail with kDeadlineExceeded at this time if it is sooner than the store's own timeout.
-  std::optional<std::chrono::steady_clock::time_point> deadline;
+  // A reading of the store's clock (RedisOptions::clock).
+  std::optional<Clock::TimePoint> deadline;
   // The cluster slot of every key, on a cluster node. Calls of several slots share one script
   // call, which declares only the first one's keys (a node refuses declared keys of several
   // slots); a call whose undeclared keys the node does not hold is sent again alone.

@@ -8,8 +8,8 @@
 namespace sluice::cli {
 
 BoundsLog::BoundsLog(boost::asio::io_context& io, std::chrono::seconds interval,
-                     std::vector<Counter> counters)
-    : timer_(io), interval_(interval) {
+                     std::vector<Counter> counters, std::shared_ptr<const Clock> clock)
+    : timer_(io, std::move(clock)), interval_(interval) {
   for (Counter& c : counters) watched_.push_back({std::move(c)});
 }
 
@@ -22,7 +22,7 @@ void BoundsLog::Stop() {
 
 void BoundsLog::Look() {
   if (stopped_) return;
-  const auto now = std::chrono::steady_clock::now();
+  const Clock::TimePoint now = timer_.clock().Now();
   for (Watched& w : watched_) {
     const uint64_t value = w.counter.read();
     if (value < w.last) w.seen = 0;  // counting again from 0

@@ -4,12 +4,13 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "common/clock_timer.h"
 
 namespace sluice::cli {
 
@@ -24,8 +25,9 @@ class BoundsLog {
     std::string message;
   };
 
+  // `clock` (the process's steady clock when null) times the looks and the interval.
   BoundsLog(boost::asio::io_context& io, std::chrono::seconds interval,
-            std::vector<Counter> counters);
+            std::vector<Counter> counters, std::shared_ptr<const Clock> clock = nullptr);
 
   // Looks now, then every second until Stop.
   void Start();
@@ -36,12 +38,12 @@ class BoundsLog {
     Counter counter;
     uint64_t seen = 0;  // its value at its last line
     uint64_t last = 0;  // its value at the last look
-    std::chrono::steady_clock::time_point logged{};
+    Clock::TimePoint logged{};
   };
 
   void Look();
 
-  boost::asio::steady_timer timer_;
+  ClockTimer timer_;
   const std::chrono::seconds interval_;
   std::vector<Watched> watched_;
   bool stopped_ = false;

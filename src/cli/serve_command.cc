@@ -322,17 +322,17 @@ class Service {
     // Past the drain timeout a request is cut off, but a store call in flight is let finish (its
     // own timeout bounds it): an RLS call whose store answer never comes would keep gRPC's
     // shutdown waiting for ever once the loops stop.
-    drain_deadline_ =
-        std::chrono::steady_clock::now() + drain_timeout_ + store_timeout_ + milliseconds(100);
+    drain_deadline_ = clock_->Now() + drain_timeout_ + store_timeout_ + milliseconds(100);
     PollDrained();
   }
 
   // Once drained, local counts go to the store before the loops (and the store's connections)
   // stop, for at most a second.
   void PollDrained() {
-    const auto now = std::chrono::steady_clock::now();
+    const Clock::TimePoint now = clock_->Now();
     if (!flushed_ && (CloseIfDrained() || now >= drain_deadline_)) {
       Close();
+      spdlog::info("listeners closed: requests from now on are refused");
       if (!Drained()) spdlog::warn("drain timeout: {} requests cut off", InFlight());
       flushed_ = std::make_shared<std::atomic<bool>>(false);
       flush_deadline_ = now + std::chrono::seconds(1);
@@ -345,14 +345,16 @@ class Service {
       loops_.Stop();
       return;
     }
-    auto timer = std::make_shared<asio::steady_timer>(loops_[0], milliseconds(10));
+    auto timer = std::make_shared<ClockTimer>(loops_[0], clock_);
+    timer->expires_after(milliseconds(10));
     timer->async_wait([this, timer](const boost::system::error_code&) { PollDrained(); });
   }
 
   // The status page's charts: the metrics counters once a second, for as long as the loops run.
   void SampleStatus() {
     gateway_->SampleStatus();
-    auto timer = std::make_shared<asio::steady_timer>(loops_[0], std::chrono::seconds(1));
+    auto timer = std::make_shared<ClockTimer>(loops_[0], clock_);
+    timer->expires_after(std::chrono::seconds(1));
     timer->async_wait([this, timer](const boost::system::error_code& ec) {
       if (!ec) SampleStatus();
     });
@@ -369,11 +371,13 @@ class Service {
     return pools;
   }
 
+  // The drain's and the status samples' time: a process of its own, which no test's clock reaches.
+  const std::shared_ptr<const Clock> clock_ = ProcessSteadyClock();
   http::EventLoops loops_;
   OpenedStores store_;
   std::shared_ptr<PostgresQuotaStore> quota_store_;  // null without quota_store
   std::shared_ptr<std::atomic<bool>> flushed_;       // set when local counts reached the store
-  std::chrono::steady_clock::time_point flush_deadline_;
+  Clock::TimePoint flush_deadline_;
   std::unique_ptr<http::Gateway> gateway_;
   std::unique_ptr<rls::FrontEnd> rls_;
   std::shared_ptr<http::AccessLog> access_log_;  // null without `access_log`
@@ -384,7 +388,7 @@ class Service {
   std::unique_ptr<http::Server> admin_;
   std::unique_ptr<http::Server> check_;
   milliseconds drain_timeout_{10'000};
-  std::chrono::steady_clock::time_point drain_deadline_;
+  Clock::TimePoint drain_deadline_;
   milliseconds store_timeout_{0};
   ServiceNotifier notifier_ = ServiceNotifier::FromEnvironment();
 };

@@ -218,8 +218,8 @@ LimiterOptions LimiterOptionsOf(const Config& config) {
   LimiterOptions options{config.key_prefix, config.hash_tag_values, config.policy, config.failure};
   if (config.quota_store) options.quota_failure = config.quota_store->failure;
   if (config.over_limit_cache_keys > 0) {
-    options.over_limit_cache = std::make_shared<OverLimitCache>(std::make_shared<SteadyClock>(),
-                                                                config.over_limit_cache_keys);
+    options.over_limit_cache =
+        std::make_shared<OverLimitCache>(ProcessSteadyClock(), config.over_limit_cache_keys);
   }
   return options;
 }

@@ -1,13 +1,16 @@
 #include "sluice/clock.h"
 
-#include <chrono>
-
 namespace sluice {
 
-int64_t SteadyClock::NowMs() const {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+Clock::TimePoint SteadyClock::Now() const {
+  return TimePoint(
+      std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now().time_since_epoch()));
+}
+
+const std::shared_ptr<const Clock>& ProcessSteadyClock() {
+  static const auto* const clock =
+      new std::shared_ptr<const Clock>(std::make_shared<SteadyClock>());
+  return *clock;
 }
 
 }  // namespace sluice

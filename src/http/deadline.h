@@ -7,8 +7,10 @@
 #include <utility>  // before asio: Boost 1.74's coroutine support needs it first
 
 #include <boost/asio.hpp>
-#include <chrono>
 #include <memory>
+
+#include "common/clock_timer.h"
+#include "sluice/clock.h"
 
 namespace sluice::http {
 
@@ -16,11 +18,10 @@ namespace sluice::http {
 template <class Socket>
 class SocketDeadline {
  public:
-  using Clock = std::chrono::steady_clock;
-
-  // `socket` must outlive this object.
-  explicit SocketDeadline(Socket& socket)
-      : state_(std::make_shared<State>(socket, socket.get_executor())) {}
+  // `socket` must outlive this object; `clock` (the process's steady clock when null) tells the
+  // time.
+  explicit SocketDeadline(Socket& socket, std::shared_ptr<const Clock> clock = nullptr)
+      : state_(std::make_shared<State>(socket, std::move(clock))) {}
   ~SocketDeadline() {
     state_->socket = nullptr;
     // Frees the timer's state now rather than at its expiry; cancelling reports no error in
@@ -35,28 +36,26 @@ class SocketDeadline {
 
   // Closes the socket `timeout` from now, unless moved before then; whatever operation is pending
   // then fails.
-  void ExpiresAfter(Clock::duration timeout) {
+  void ExpiresAfter(Clock::Duration timeout) {
     State& s = *state_;
-    s.deadline = Clock::now() + timeout;
+    s.deadline = s.timer.clock().Now() + timeout;
     // A later deadline waits for the timer already set, which then sets itself again.
     if (s.deadline < s.armed) Arm(state_);
   }
 
-  void ExpiresNever() { state_->deadline = Clock::time_point::max(); }
+  void ExpiresNever() { state_->deadline = Clock::TimePoint::max(); }
 
   // Whether the deadline closed the socket.
   bool expired() const { return state_->expired; }
 
  private:
-  using Timer = boost::asio::basic_waitable_timer<Clock, boost::asio::wait_traits<Clock>,
-                                                  typename Socket::executor_type>;
   struct State {
-    State(Socket& s, const typename Socket::executor_type& executor)
-        : socket(&s), timer(executor) {}
+    State(Socket& s, std::shared_ptr<const Clock> clock)
+        : socket(&s), timer(s.get_executor(), std::move(clock)) {}
     Socket* socket;
-    Timer timer;
-    Clock::time_point deadline = Clock::time_point::max();
-    Clock::time_point armed = Clock::time_point::max();  // when the timer wakes; max: it won't
+    BasicClockTimer<typename Socket::executor_type> timer;
+    Clock::TimePoint deadline = Clock::TimePoint::max();
+    Clock::TimePoint armed = Clock::TimePoint::max();  // when the timer wakes; max: it won't
     uint64_t generation = 0;  // of the latest wait: an earlier one woken late is ignored
     bool expired = false;
   };
@@ -69,9 +68,9 @@ class SocketDeadline {
     s.timer.async_wait([state, generation](const boost::system::error_code& /*ec*/) {
       State& s = *state;
       if (generation != s.generation || s.socket == nullptr) return;
-      s.armed = Clock::time_point::max();
-      if (s.deadline == Clock::time_point::max()) return;
-      if (Clock::now() < s.deadline) return Arm(state);
+      s.armed = Clock::TimePoint::max();
+      if (s.deadline == Clock::TimePoint::max()) return;
+      if (s.timer.clock().Now() < s.deadline) return Arm(state);
       s.expired = true;
       boost::system::error_code ignored;
       s.socket->close(ignored);

@@ -26,9 +26,11 @@ class Gateway {
  public:
   // `stores` holds each event loop's store (the same one for all, or one connection each);
   // `ready` says whether the store can be reached now, for /readyz. `quota_store`, when given, is
-  // where durable rules count (one for every loop), and /readyz asks it too.
+  // where durable rules count (one for every loop), and /readyz asks it too. `clock` (the
+  // process's steady clock when null) times what the gateway measures and remembers.
   Gateway(std::vector<std::shared_ptr<Store>> stores, std::function<bool()> ready,
-          std::shared_ptr<QuotaStore> quota_store = nullptr);
+          std::shared_ptr<QuotaStore> quota_store = nullptr,
+          std::shared_ptr<const Clock> clock = nullptr);
 
   // Builds the limiters for `config` and puts them in force; on error nothing changes.
   Status Reconfigure(config::Config config) {

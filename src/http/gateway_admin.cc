@@ -11,7 +11,6 @@ namespace sluice::http {
 
 namespace bhttp = beast::http;
 using json = nlohmann::json;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -106,7 +105,7 @@ Awaitable<HttpResponse> AdminEndpoints::Handle(HttpRequest request, const Peer& 
 void AdminEndpoints::SampleStatus() {
   const std::shared_ptr<const Snapshot> snapshot = core_.config().Current();
   CounterSample sample;
-  sample.second = SteadyMs() / 1000;
+  sample.second = core_.clock()->NowMs() / 1000;
   for (size_t i = 0; i < snapshot->rule_counters.size(); ++i) {
     const RuleCounters& counters = *snapshot->rule_counters[i];
     sample.rules.emplace_back(snapshot->rules()[i].name,
@@ -133,7 +132,7 @@ std::optional<HttpResponse> AdminEndpoints::StatusRoute(const HttpRequest& reque
   const StatusView view{&snapshot->config,
                         {snapshot->rejected_values.begin(), snapshot->rejected_values.end()},
                         core_.top_rejected()->Limits(),
-                        SteadyMs()};
+                        core_.clock()->NowMs()};
   if (path == "/status.json") return StatusJsonAnswer(view, query);
   if (path == "/debug/top") return DebugTopAnswer(view, query);
   auto params = ParseQuery(query, {});
@@ -156,7 +155,7 @@ HttpResponse AdminEndpoints::StatusJsonAnswer(const StatusView& view,
   }
   const Health health{
       !core_.Unready(),
-      std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - started_).count()};
+      std::chrono::duration_cast<std::chrono::seconds>(core_.clock()->Now() - started_).count()};
   std::string body;
   {
     MutexLock lock(&history_mutex_);

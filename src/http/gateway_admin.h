@@ -55,7 +55,7 @@ class AdminEndpoints {
   GatewayCore& core_;
   std::function<std::vector<GaugeValue>()> gauges_;
   std::function<std::string()> more_metrics_;
-  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  const Clock::TimePoint started_ = core_.clock()->Now();
   mutable Mutex history_mutex_;
   StatusHistory history_ GUARDED_BY(history_mutex_);
 };

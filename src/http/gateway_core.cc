@@ -16,7 +16,6 @@ namespace sluice::http {
 
 namespace bhttp = beast::http;
 using json = nlohmann::json;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -29,8 +28,7 @@ std::string_view DecisionName(const Decision& decision) {
 
 // Counts the values of the enforced rules that rejected `request`.
 void RecordRejectedValues(const Snapshot& snapshot, const Request& request,
-                          const Decision& decision) {
-  const int64_t now_ms = SteadyMs();
+                          const Decision& decision, int64_t now_ms) {
   for (const RuleVerdict& v : decision.verdicts) {
     if (v.allowed || v.shadow) continue;
     const std::string* value = request.Find(snapshot.rules()[v.rule].attribute);
@@ -39,11 +37,6 @@ void RecordRejectedValues(const Snapshot& snapshot, const Request& request,
 }
 
 }  // namespace
-
-int64_t SteadyMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch())
-      .count();
-}
 
 HttpResponse JsonError(bhttp::status status, const std::string& message) {
   return MakeResponse(status, json{{"error", message}}.dump() + "\n", "application/json");
@@ -118,9 +111,12 @@ std::string DecisionJson(const Decision& decision, const std::vector<Rule>& rule
 }
 
 GatewayCore::GatewayCore(std::vector<std::shared_ptr<Store>> stores, std::function<bool()> ready,
-                         std::shared_ptr<QuotaStore> quota_store)
-    : ready_(std::move(ready)),
-      config_(std::move(stores), std::move(quota_store), metrics_, *top_rejected_) {}
+                         std::shared_ptr<QuotaStore> quota_store,
+                         std::shared_ptr<const Clock> clock)
+    : clock_(clock ? std::move(clock) : ProcessSteadyClock()),
+      ready_(std::move(ready)),
+      config_(std::move(stores), std::move(quota_store), metrics_, *top_rejected_),
+      store_errors_(std::chrono::seconds(1), clock_) {}
 
 std::optional<std::string> GatewayCore::Unready() const {
   if (!ready_()) return "store unreachable";
@@ -131,7 +127,7 @@ std::optional<std::string> GatewayCore::Unready() const {
 void GatewayCore::LogShadowRejections(const Decision& decision, const std::vector<Rule>& rules) {
   // At most a few lines a second: a flood of would-be rejections must not become a flood of logs.
   const int64_t second =
-      std::chrono::duration_cast<std::chrono::seconds>(Clock::now().time_since_epoch()).count();
+      std::chrono::duration_cast<std::chrono::seconds>(clock_->Now().time_since_epoch()).count();
   if (log_second_.exchange(second) != second) logged_this_second_ = 0;
   if (++logged_this_second_ > 10) return;
   for (const RuleVerdict& v : decision.verdicts) {
@@ -166,14 +162,14 @@ void GatewayCore::WarnLostReport(const Status& error) {
 Awaitable<Decision> GatewayCore::Decide(const Snapshot& snapshot, const Request& request,
                                         size_t loop, double* seconds) {
   assert(loop < snapshot.limiters.size() && "a limiter for each event loop");
-  const auto start = Clock::now();
+  const Clock::TimePoint start = clock_->Now();
   const Limiter& limiter = *snapshot.limiters[loop];
   // Not AsyncCheck, which copies the request for an awaitable awaited later: this one starts
   // here, while `request` is alive, and Check keeps no reference to it.
   Decision decision = co_await AsyncFromCallback<Decision>(
       [&limiter, &request](DecisionCallback done) { limiter.Check(request, std::move(done)); },
       kUseAwaitable);
-  const double took = std::chrono::duration<double>(Clock::now() - start).count();
+  const double took = std::chrono::duration<double>(clock_->Now() - start).count();
   if (seconds != nullptr) *seconds = took;
   const std::vector<Rule>& rules = snapshot.rules();
   metrics_.RecordDecision(
@@ -181,7 +177,8 @@ Awaitable<Decision> GatewayCore::Decide(const Snapshot& snapshot, const Request&
       [&](size_t rule) { return request.cost().value_or(rules[rule].cost); },
       snapshot.config.near_limit_ratio, took);
   if (decision.shadow_rejections > 0) LogShadowRejections(decision, snapshot.rules());
-  if (!decision.allowed && decision.checked) RecordRejectedValues(snapshot, request, decision);
+  if (!decision.allowed && decision.checked)
+    RecordRejectedValues(snapshot, request, decision, clock_->NowMs());
   if (decision.quota_failed) {
     store_errors_.Warn("quota store unavailable, quota_store.failure decides",
                        decision.error.ToString());

@@ -20,6 +20,7 @@
 #include "http/rejected_values.h"
 #include "http/server.h"
 #include "http/throttled_log.h"
+#include "sluice/clock.h"
 #include "sluice/decision.h"
 #include "sluice/request.h"
 
@@ -29,7 +30,10 @@ class GatewayCore {
  public:
   // See Gateway's constructor.
   GatewayCore(std::vector<std::shared_ptr<Store>> stores, std::function<bool()> ready,
-              std::shared_ptr<QuotaStore> quota_store);
+              std::shared_ptr<QuotaStore> quota_store, std::shared_ptr<const Clock> clock);
+
+  // The clock of everything the gateway times; safe from any thread.
+  const std::shared_ptr<const Clock>& clock() const { return clock_; }
 
   GatewayConfig& config() { return config_; }
   const GatewayConfig& config() const { return config_; }
@@ -62,6 +66,7 @@ class GatewayCore {
  private:
   void LogShadowRejections(const Decision& decision, const std::vector<Rule>& rules);
 
+  const std::shared_ptr<const Clock> clock_;
   std::function<bool()> ready_;
   Metrics metrics_;
   std::shared_ptr<TopRejected> top_rejected_ = std::make_shared<TopRejected>();
@@ -71,9 +76,6 @@ class GatewayCore {
   std::atomic<int64_t> log_second_{0};
   std::atomic<int> logged_this_second_{0};
 };
-
-// The milliseconds of the steady clock, which rejected values are recorded and read on.
-int64_t SteadyMs();
 
 // The decision as the check API's JSON answer.
 std::string DecisionJson(const Decision& decision, const std::vector<Rule>& rules);

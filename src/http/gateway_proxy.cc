@@ -11,7 +11,6 @@ namespace sluice::http {
 
 namespace bhttp = beast::http;
 using json = nlohmann::json;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -121,10 +120,11 @@ Awaitable<HttpResponse> ProxyHandler::Handle(HttpRequest request, const Peer& pe
   assert(loop < upstreams_.size() && "SetUpstreams before the proxy serves");
   const unsigned version = request.version();
   PrepareUpstreamRequest(request, peer, snapshot->upstream_authority);
-  const auto start = Clock::now();
+  const Clock& clock = *core_.clock();
+  const Clock::TimePoint start = clock.Now();
   HttpResponse response = co_await upstreams_[loop]->Forward(request);
   core_.metrics().RecordUpstream(UpstreamAnswered(response),
-                                 std::chrono::duration<double>(Clock::now() - start).count());
+                                 std::chrono::duration<double>(clock.Now() - start).count());
   // Charged before the response is relayed, so that its headers say what is left after it; a
   // failed upstream (no answer, or a server error) costs nothing.
   if (snapshot->reports_costs && decision.checked && response.result_int() < 500) {

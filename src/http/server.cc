@@ -13,7 +13,9 @@ namespace sluice::http {
 namespace bhttp = beast::http;
 
 struct Server::State {
-  explicit State(EventLoops& loops) : loops(loops), acceptor(loops[0]) {}
+  State(EventLoops& loops, std::shared_ptr<const Clock> c)
+      : clock(c ? std::move(c) : ProcessSteadyClock()), loops(loops), acceptor(loops[0]) {}
+  const std::shared_ptr<const Clock> clock;
   EventLoops& loops;
   asio::basic_socket_acceptor<tcp, Executor> acceptor;
   Handler handler;
@@ -23,7 +25,7 @@ struct Server::State {
   std::atomic<size_t> connections{0};
   std::atomic<size_t> in_flight{0};
   std::atomic<uint64_t> accept_pauses{0};
-  ThrottledLog accept_log{std::chrono::seconds(10)};
+  ThrottledLog accept_log{std::chrono::seconds(10), clock};
 };
 
 HttpResponse MakeResponse(bhttp::status status, std::string body, std::string_view content_type,
@@ -99,7 +101,7 @@ class Session {
         limits_(state_->limits),
         connection_(state_->connections),
         peer_(PeerOf(socket_)),
-        deadline_(socket_) {}
+        deadline_(socket_, state_->clock) {}
 
   // Serves requests until the connection ends, then closes it.
   Awaitable<void> Run() {
@@ -315,7 +317,8 @@ Awaitable<void> PauseAccepting(Server::State& state, const beast::error_code& ec
   state.accept_log.Warn("not accepting connections for " + std::to_string(kPause.count()) +
                             " ms on " + ListeningOn(state.acceptor),
                         ec.message());
-  asio::steady_timer timer(state.acceptor.get_executor(), kPause);
+  BasicClockTimer<Executor> timer(state.acceptor.get_executor(), state.clock);
+  timer.expires_after(kPause);
   beast::error_code ignored;  // cancelled only as the server stops, which the loop then sees
   co_await timer.async_wait(asio::redirect_error(kUseAwaitable, ignored));
 }
@@ -346,8 +349,9 @@ Awaitable<void> Accept(std::shared_ptr<Server::State> state) {
 
 }  // namespace
 
-Server::Server(EventLoops& loops, Handler handler, ServerLimits limits)
-    : state_(std::make_shared<State>(loops)) {
+Server::Server(EventLoops& loops, Handler handler, ServerLimits limits,
+               std::shared_ptr<const Clock> clock)
+    : state_(std::make_shared<State>(loops, std::move(clock))) {
   state_->handler = std::move(handler);
   state_->limits = limits;
 }

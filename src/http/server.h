@@ -17,6 +17,7 @@
 #include "http/client_address.h"
 #include "http/event_loops.h"
 #include "http/field_allocator.h"
+#include "sluice/clock.h"
 #include "sluice/status.h"
 
 namespace sluice::http {
@@ -57,8 +58,10 @@ struct ServerLimits {
 // read and dropped for up to 2 s, so that a reset does not overtake the answer.
 class Server {
  public:
-  // Accepts on the first loop; `loops` must outlive the server's connections.
-  Server(EventLoops& loops, Handler handler, ServerLimits limits);
+  // Accepts on the first loop; `loops` must outlive the server's connections. `clock` (the
+  // process's steady clock when null) times the connections' deadlines.
+  Server(EventLoops& loops, Handler handler, ServerLimits limits,
+         std::shared_ptr<const Clock> clock = nullptr);
   ~Server();
 
   // Binds and starts accepting; fails when the address cannot be bound.

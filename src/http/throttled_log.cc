@@ -8,7 +8,7 @@
 namespace sluice::http {
 
 bool ThrottledLog::Warn(const std::string& what, const std::string& message) {
-  const auto now = std::chrono::steady_clock::now();
+  const Clock::TimePoint now = clock_->Now();
   uint64_t repeats = 0;
   {
     MutexLock lock(&mutex_);

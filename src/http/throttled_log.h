@@ -6,7 +6,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
+
+#include "sluice/clock.h"
 
 #include "sluice/mutex.h"
 #include "sluice/thread_annotations.h"
@@ -21,8 +24,10 @@ class ThrottledLog {
  public:
   static constexpr size_t kMaxMessages = 256;
 
-  explicit ThrottledLog(std::chrono::milliseconds interval = std::chrono::seconds(1))
-      : interval_(interval) {}
+  // `clock` (the process's steady clock when null) times the intervals.
+  explicit ThrottledLog(std::chrono::milliseconds interval = std::chrono::seconds(1),
+                        std::shared_ptr<const Clock> clock = nullptr)
+      : interval_(interval), clock_(clock ? std::move(clock) : ProcessSteadyClock()) {}
 
   // Logs `message` as a warning, prefixed by `what` ("store error"), unless it was logged less
   // than an interval ago. Returns whether it was logged.
@@ -30,11 +35,12 @@ class ThrottledLog {
 
  private:
   struct Seen {
-    std::chrono::steady_clock::time_point logged;
+    Clock::TimePoint logged;
     uint64_t repeats = 0;  // since it was logged
   };
 
   const std::chrono::milliseconds interval_;
+  const std::shared_ptr<const Clock> clock_;
   Mutex mutex_;
   std::map<std::string, Seen> seen_ GUARDED_BY(mutex_);
 };

@@ -110,8 +110,13 @@ void PrepareClientResponse(HttpResponse& response, bool head) {
   response.prepare_payload();
 }
 
-UpstreamPool::UpstreamPool(asio::io_context& io, config::UpstreamConfig config, size_t idle_max)
-    : io_(io), config_(std::move(config)), idle_max_(idle_max), reaper_(io.get_executor()) {}
+UpstreamPool::UpstreamPool(asio::io_context& io, config::UpstreamConfig config, size_t idle_max,
+                           std::shared_ptr<const Clock> clock)
+    : io_(io),
+      clock_(clock ? std::move(clock) : ProcessSteadyClock()),
+      config_(std::move(config)),
+      idle_max_(idle_max),
+      reaper_(io.get_executor(), clock_) {}
 
 size_t UpstreamPool::Idle() const { return idle_.size(); }
 
@@ -120,7 +125,7 @@ UpstreamPool::ConnectionPtr UpstreamPool::TakeIdle(bool checked) {
   // read as the next request's: one idle that long is checked whatever the method. Under load a
   // connection comes back within milliseconds, and is not.
   constexpr auto kQuiet = std::chrono::seconds(1);
-  const auto now = std::chrono::steady_clock::now();
+  const Clock::TimePoint now = clock_->Now();
   while (!idle_.empty()) {
     ConnectionPtr connection = std::move(idle_.back());
     idle_.pop_back();
@@ -135,13 +140,13 @@ void UpstreamPool::GiveBack(ConnectionPtr connection) {
   if (!connection->socket.is_open()) return;
   // An idle connection's old deadline must not close it in the pool.
   connection->deadline.ExpiresNever();
-  connection->idle_since = std::chrono::steady_clock::now();
+  connection->idle_since = clock_->Now();
   if (idle_.size() < idle_max_) idle_.push_back(std::move(connection));
   if (!reaping_) Reap();
 }
 
 void UpstreamPool::Reap() {
-  const auto now = std::chrono::steady_clock::now();
+  const Clock::TimePoint now = clock_->Now();
   // The oldest come first: connections are returned to the back.
   auto fresh = std::find_if(idle_.begin(), idle_.end(), [&](const ConnectionPtr& c) {
     return now - c->idle_since < config_.idle_timeout;
@@ -162,7 +167,7 @@ Awaitable<UpstreamPool::ConnectionPtr> UpstreamPool::Connect(beast::error_code& 
       co_await resolver.async_resolve(config_.address.host, std::to_string(config_.address.port),
                                       asio::redirect_error(kUseAwaitable, ec));
   if (ec) co_return nullptr;
-  auto connection = std::make_unique<Connection>(io_);
+  auto connection = std::make_unique<Connection>(io_, clock_);
   connection->deadline.ExpiresAfter(config_.connect_timeout);
   co_await asio::async_connect(connection->socket, endpoints,
                                asio::redirect_error(kUseAwaitable, ec));

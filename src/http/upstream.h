@@ -21,7 +21,9 @@ namespace sluice::http {
 // loop's own thread uses it.
 class UpstreamPool {
  public:
-  UpstreamPool(asio::io_context& io, config::UpstreamConfig config, size_t idle_max);
+  // `clock` (the process's steady clock when null) times the exchanges and the idle connections.
+  UpstreamPool(asio::io_context& io, config::UpstreamConfig config, size_t idle_max,
+               std::shared_ptr<const Clock> clock = nullptr);
   UpstreamPool(const UpstreamPool&) = delete;
   UpstreamPool& operator=(const UpstreamPool&) = delete;
 
@@ -39,10 +41,11 @@ class UpstreamPool {
   // A connection to the upstream, with the memory its messages are read into and written from,
   // kept with it from request to request.
   struct Connection {
-    explicit Connection(asio::io_context& io) : socket(io), deadline(socket) {}
+    Connection(asio::io_context& io, std::shared_ptr<const Clock> clock)
+        : socket(io), deadline(socket, std::move(clock)) {}
     Socket socket;
     SocketDeadline<Socket> deadline;
-    std::chrono::steady_clock::time_point idle_since;  // when it went back to the pool
+    Clock::TimePoint idle_since;  // when it went back to the pool
     beast::flat_buffer buffer;
     std::string head;
   };
@@ -58,14 +61,12 @@ class UpstreamPool {
   // Closes the connections idle for idle_timeout, and sets the reaper for the next one to be.
   void Reap();
 
-  using Timer = asio::basic_waitable_timer<std::chrono::steady_clock,
-                                           asio::wait_traits<std::chrono::steady_clock>, Executor>;
-
   asio::io_context& io_;
+  const std::shared_ptr<const Clock> clock_;
   const config::UpstreamConfig config_;
   const size_t idle_max_;
   std::vector<ConnectionPtr> idle_;  // the most recently returned last
-  Timer reaper_;
+  BasicClockTimer<Executor> reaper_;
   bool reaping_ = false;                                    // whether the reaper is set
   std::shared_ptr<void> alive_ = std::make_shared<char>();  // expires with the pool
 };

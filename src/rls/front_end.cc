@@ -13,13 +13,13 @@ ServiceOptions FrontEnd::OptionsOf(const config::Config& config) {
   if (rls.over_limit_cache_keys == 0) {
     over_limit_cache_.reset();
   } else if (!over_limit_cache_ || cache_keys_ != rls.over_limit_cache_keys) {
-    over_limit_cache_ = std::make_shared<OverLimitCache>(std::make_shared<SteadyClock>(),
-                                                         rls.over_limit_cache_keys);
+    over_limit_cache_ =
+        std::make_shared<OverLimitCache>(ProcessSteadyClock(), rls.over_limit_cache_keys);
   }
   cache_keys_ = rls.over_limit_cache_keys;
-  return {config.key_prefix,    rls.failure,       rls.response_headers,
-          rls.policy,           over_limit_cache_, rls.quota_mode,
-          rls.near_limit_ratio, top_rejected_,     rls.max_calls_in_flight};
+  return {config.key_prefix,       rls.failure,         rls.response_headers, rls.policy,
+          over_limit_cache_,       rls.quota_mode,      rls.near_limit_ratio, top_rejected_,
+          rls.max_calls_in_flight, ProcessSteadyClock()};
 }
 
 Result<std::shared_ptr<const DescriptorMatcher>> LoadMatcher(const config::RlsConfig& rls) {

@@ -42,10 +42,8 @@ std::vector<BucketReply> RepliesOf(const Charges& charges) {
 
 // Counts the values of the descriptors `response` says are over their limits, under each one's
 // limit.
-void RecordRejections(const Plan& plan, const RateLimitResponse& response, http::TopRejected& top) {
-  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::steady_clock::now().time_since_epoch())
-                             .count();
+void RecordRejections(const Plan& plan, const RateLimitResponse& response, http::TopRejected& top,
+                      int64_t now_ms) {
   for (size_t i = 0; i < plan.descriptors.size(); ++i) {
     const MatchedDescriptor& p = plan.descriptors[i];
     if (p.kind != MatchedDescriptor::Kind::kLimited || p.counted.empty() ||
@@ -63,7 +61,7 @@ RateLimitResponse Checked(const Plan& plan, const std::vector<BucketReply>& repl
                           const ServiceOptions& options) {
   RateLimitResponse response = Respond(plan, replies, options.response_headers);
   if (options.top_rejected && response.overall_code() == RateLimitResponse::OVER_LIMIT) {
-    RecordRejections(plan, response, *options.top_rejected);
+    RecordRejections(plan, response, *options.top_rejected, options.clock->NowMs());
   }
   return response;
 }
@@ -96,6 +94,7 @@ Service::Service(std::vector<std::shared_ptr<Store>> stores,
 
 void Service::Reconfigure(std::shared_ptr<const DescriptorMatcher> matcher,
                           ServiceOptions options) {
+  if (!options.clock) options.clock = ProcessSteadyClock();
   auto next = std::make_shared<Snapshot>();
   next->matcher = std::move(matcher);
   next->charge_rules = ChargeRulesOf(options);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "sluice/async_callback.h"
+#include "sluice/clock.h"
 #include "sluice/limiter.h"
 #include "sluice/mutex.h"
 #include "sluice/over_limit_cache.h"
@@ -46,6 +47,8 @@ struct ServiceOptions {
   std::shared_ptr<http::TopRejected> top_rejected;
   // Calls waiting for the store at once; past it a call is refused with kResourceExhausted.
   size_t max_calls_in_flight = 10'000;
+  // What the values over their limits are remembered on; null: the process's steady clock.
+  std::shared_ptr<const Clock> clock;
 };
 
 // Counters of a service's calls, for metrics.

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include <optional>
+#include <memory>
+
+#include "support/manual_clock.h"
 
 namespace sluice::http {
 namespace {
@@ -10,7 +12,6 @@ namespace {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using Socket = asio::basic_stream_socket<tcp, asio::io_context::executor_type>;
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 // A connected pair of loopback sockets on `io`.
@@ -25,85 +26,104 @@ struct SocketPair {
   Socket theirs;
 };
 
-// A socket whose peer never writes, and its deadline.
-class SocketDeadlineTest : public testing::Test {
+// A socket whose peer never writes, and its deadline, on a clock the test moves.
+class SocketDeadlineTest : public ::testing::Test {
  protected:
-  // Moves the deadline, noting when: the socket may close no sooner than `timeout` after.
-  void ExpiresAfter(Clock::duration timeout) {
-    moved_at_ = Clock::now();
-    deadline_.ExpiresAfter(timeout);
+  // Starts a read that nothing will answer; `ended` says whether it has ended.
+  void StartRead() {
+    static char byte;
+    pair_.ours.async_read_some(asio::buffer(&byte, 1),
+                               [this](const boost::system::error_code&, size_t) { ended_ = true; });
   }
 
-  // Starts a read that nothing will answer, and runs the loop for `time` at most; how long after
-  // the deadline's last move the read ended, if it did.
-  std::optional<Clock::duration> ReadFor(Clock::duration time) {
-    static char byte;
-    std::optional<Clock::duration> ended;
-    pair_.ours.async_read_some(asio::buffer(&byte, 1),
-                               [this, &ended](const boost::system::error_code&, size_t) {
-                                 ended = Clock::now() - moved_at_;
-                               });
-    io_.run_for(time);
-    return ended;
+  // Moves the clock by `delta` and lets the loop see it (the timer looks every millisecond).
+  void Pass(Clock::Duration delta) {
+    clock_->Advance(delta);
+    io_.restart();
+    io_.run_for(milliseconds(20));
   }
 
   asio::io_context io_;
   SocketPair pair_{io_};
-  SocketDeadline<Socket> deadline_{pair_.ours};
-  Clock::time_point moved_at_;
+  std::shared_ptr<sluice::testing::ManualClock> clock_ =
+      std::make_shared<sluice::testing::ManualClock>(0);
+  SocketDeadline<Socket> deadline_{pair_.ours, clock_};
+  bool ended_ = false;
 };
 
 TEST_F(SocketDeadlineTest, ClosesTheSocketWhenItPassesAndEndsThePendingRead) {
-  ExpiresAfter(milliseconds(50));
-  std::optional<Clock::duration> read = ReadFor(milliseconds(2000));
-  ASSERT_TRUE(read.has_value());
-  EXPECT_GE(*read, milliseconds(50));
+  deadline_.ExpiresAfter(milliseconds(50));
+  StartRead();
+  Pass(milliseconds(49));
+  EXPECT_FALSE(ended_);
+  EXPECT_TRUE(pair_.ours.is_open());
+  Pass(milliseconds(1));
+  EXPECT_TRUE(ended_);
   EXPECT_TRUE(deadline_.expired());
   EXPECT_FALSE(pair_.ours.is_open());
 }
 
 TEST_F(SocketDeadlineTest, ALaterDeadlineCountsFromItsLastMove) {
-  ExpiresAfter(milliseconds(30));
-  ExpiresAfter(milliseconds(250));  // the timer set for 30 ms sets itself again
-  std::optional<Clock::duration> read = ReadFor(milliseconds(2000));
-  ASSERT_TRUE(read.has_value());
-  EXPECT_GE(*read, milliseconds(250));
+  deadline_.ExpiresAfter(milliseconds(30));
+  Pass(milliseconds(10));
+  deadline_.ExpiresAfter(milliseconds(250));  // the timer set for 30 ms sets itself again
+  StartRead();
+  Pass(milliseconds(249));
+  EXPECT_FALSE(ended_);
+  Pass(milliseconds(1));
+  EXPECT_TRUE(ended_);
   EXPECT_TRUE(deadline_.expired());
 }
 
 TEST_F(SocketDeadlineTest, AnEarlierDeadlineSetsTheTimerAgain) {
-  ExpiresAfter(std::chrono::hours(1));
-  ExpiresAfter(milliseconds(30));
-  std::optional<Clock::duration> read = ReadFor(milliseconds(2000));
-  ASSERT_TRUE(read.has_value());
+  deadline_.ExpiresAfter(std::chrono::hours(1));
+  deadline_.ExpiresAfter(milliseconds(30));
+  StartRead();
+  Pass(milliseconds(30));
+  EXPECT_TRUE(ended_);
   EXPECT_TRUE(deadline_.expired());
 }
 
 TEST_F(SocketDeadlineTest, NoDeadlineLeavesTheSocketOpen) {
-  ExpiresAfter(milliseconds(30));
+  deadline_.ExpiresAfter(milliseconds(30));
   deadline_.ExpiresNever();
-  EXPECT_FALSE(ReadFor(milliseconds(200)).has_value());
+  StartRead();
+  Pass(std::chrono::hours(24));
+  EXPECT_FALSE(ended_);
   EXPECT_FALSE(deadline_.expired());
   EXPECT_TRUE(pair_.ours.is_open());
 }
 
 TEST(SocketDeadlineLifetimeTest, ADeadlineGoneBeforeItsTimeTouchesNothing) {
   asio::io_context io;
+  auto clock = std::make_shared<sluice::testing::ManualClock>(0);
   SocketPair pair(io);
   {
-    SocketDeadline deadline(pair.ours);
+    SocketDeadline deadline(pair.ours, clock);
     deadline.ExpiresAfter(milliseconds(30));
   }
-  io.run_for(milliseconds(150));
+  clock->Advance(milliseconds(100));
+  io.run_for(milliseconds(20));
   EXPECT_TRUE(pair.ours.is_open());
   // A socket that goes right after its deadline leaves nothing behind for the timer.
   auto socket = std::make_unique<Socket>(io);
-  auto deadline = std::make_unique<SocketDeadline<Socket>>(*socket);
+  auto deadline = std::make_unique<SocketDeadline<Socket>>(*socket, clock);
   deadline->ExpiresAfter(milliseconds(30));
   deadline.reset();
   socket.reset();
+  clock->Advance(milliseconds(100));
   io.restart();
-  io.run_for(milliseconds(100));
+  io.run_for(milliseconds(20));
+}
+
+TEST(SocketDeadlineSteadyTest, OnTheSteadyClockItClosesInRealTime) {
+  asio::io_context io;
+  SocketPair pair(io);
+  SocketDeadline<Socket> deadline(pair.ours);
+  deadline.ExpiresAfter(milliseconds(20));
+  io.run_for(milliseconds(2000));  // returns once the timer is done
+  EXPECT_TRUE(deadline.expired());
+  EXPECT_FALSE(pair.ours.is_open());
 }
 
 }  // namespace

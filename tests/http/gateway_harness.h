@@ -52,7 +52,7 @@ class InProcessGateway {
   // A gateway with the configuration `yaml` in force; `ready` answers for the store at /readyz.
   explicit InProcessGateway(
       const std::string& yaml, std::function<bool()> ready = [] { return true; })
-      : gateway_({std::make_shared<MemoryStore>(clock_)}, std::move(ready)) {
+      : gateway_({std::make_shared<MemoryStore>(clock_)}, std::move(ready), nullptr, clock_) {
     const Status status = Reconfigure(yaml);
     EXPECT_TRUE(status.ok()) << status.message();
   }

@@ -11,6 +11,7 @@
 #include <random>
 #include <thread>
 
+#include "common/clock_timer.h"
 #include "credentials_or_load.h"
 #include "reply_join.h"
 #include "slot_map_reader.h"
@@ -22,7 +23,6 @@
 namespace sluice {
 
 namespace asio = boost::asio;
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 namespace {
@@ -33,6 +33,12 @@ bool OneSlot(const std::vector<BucketOp>& ops) {
                      [slot](const BucketOp& op) { return KeySlot(op.key) == slot; });
 }
 
+// `options` with a clock: the process's steady clock unless one is given.
+ClusterOptions WithClock(ClusterOptions options) {
+  if (!options.clock) options.clock = ProcessSteadyClock();
+  return options;
+}
+
 }  // namespace
 
 class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
@@ -40,7 +46,7 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
   // `credentials` null: no node is reached, and checks fail with `setup_error`.
   Impl(ClusterOptions options, std::shared_ptr<RedisCredentials> credentials,
        std::string setup_error, asio::io_context* external)
-      : options_(std::move(options)),
+      : options_(WithClock(std::move(options))),
         credentials_(std::move(credentials)),
         setup_error_(std::move(setup_error)),
         loop_(external),
@@ -75,7 +81,7 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
     }
     auto apply = std::make_shared<SplitApply>();
     apply->all_or_nothing = all_or_nothing;
-    apply->deadline = Clock::now() + options_.timeout;
+    apply->deadline = options_.clock->Now() + options_.timeout;
     std::vector<CallPtr> calls = SplitBySlot(apply, ops);
     apply->ops = std::move(ops);
     // A failure fails the whole Apply at once: a slot's error is the caller's, whatever the
@@ -114,7 +120,7 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
   struct SplitApply {
     std::vector<BucketOp> ops;
     bool all_or_nothing = false;  // then every op is in one slot: one call
-    Clock::time_point deadline;
+    Clock::TimePoint deadline;
     std::shared_ptr<stores::ReplyJoin> join;
   };
   using SplitApplyPtr = std::shared_ptr<SplitApply>;
@@ -227,9 +233,12 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
     const milliseconds pause = std::min<milliseconds>(
         milliseconds(2) * (1 << std::min(call->retries, 6)), milliseconds(100));
     ++call->retries;
-    if (Clock::now() + pause >= call->apply->deadline) return call->apply->join->Fail(error);
+    if (options_.clock->Now() + pause >= call->apply->deadline) {
+      return call->apply->join->Fail(error);
+    }
     retries_.fetch_add(1, std::memory_order_relaxed);
-    auto timer = std::make_shared<asio::steady_timer>(io_, pause);
+    auto timer = std::make_shared<ClockTimer>(io_, options_.clock);
+    timer->expires_after(pause);
     timer->async_wait([self = shared_from_this(), call, timer](boost::system::error_code ec) {
       if (!ec) self->Dispatch(call, self->Owner(call->slot), false);
     });
@@ -255,6 +264,7 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
       redis.connect_timeout = options_.connect_timeout;
       redis.timeout = options_.timeout;
       redis.max_in_flight = options_.max_in_flight;
+      redis.clock = options_.clock;
       node = std::make_shared<Node>(
           Node{address, host, std::make_shared<RedisStore>(redis, credentials_, &io_)});
     }
@@ -368,9 +378,10 @@ void ClusterStore::ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallback do
 bool ClusterStore::Ready() const { return impl_->Ready(); }
 
 bool ClusterStore::WaitReady(std::chrono::milliseconds timeout) const {
-  const auto deadline = Clock::now() + timeout;
+  // The caller waits in real time, whatever clock the store's own timeouts are on.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (!Ready()) {
-    if (Clock::now() >= deadline) return false;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(milliseconds(5));
   }
   return true;

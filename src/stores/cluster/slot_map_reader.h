@@ -3,7 +3,6 @@
 
 #include <atomic>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -12,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock_timer.h"
 #include "sluice/cluster_store.h"
 #include "sluice/redis_credentials.h"
 #include "topology.h"
@@ -51,10 +51,10 @@ class SlotMapReader final : public std::enable_shared_from_this<SlotMapReader> {
   const ClusterOptions options_;
   const std::shared_ptr<RedisCredentials> credentials_;
   const OnSlotMap on_map_;
-  boost::asio::steady_timer timer_;
+  ClockTimer timer_;
   std::vector<HostPort> primaries_;
   std::optional<HostPort> last_answered_;
-  std::optional<std::chrono::steady_clock::time_point> last_read_;
+  std::optional<Clock::TimePoint> last_read_;
   std::chrono::milliseconds gap_;
   bool wanted_ = true;
   bool reading_ = false;

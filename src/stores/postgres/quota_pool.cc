@@ -25,7 +25,7 @@ constexpr milliseconds kCleanupBudget{10'000};
 // The fewest ops a batch is given when what waits is shared among idle connections.
 constexpr size_t kLeastShare = 64;
 
-double Seconds(QuotaPool::Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double Seconds(Clock::Duration d) { return std::chrono::duration<double>(d).count(); }
 
 // Each take's replies from the rows of its batch's statement, in the batch's order; `sizes`
 // holds each take's number of ops.
@@ -51,10 +51,10 @@ QuotaPool::QuotaPool(PostgresOptions options, std::function<std::string()> test_
       test_clock_(std::move(test_clock)),
       where_(options_.Describe()),
       spent_(clock_, options_.spent_quotas),
-      queue_timer_(loop_.io()),
-      cleanup_timer_(loop_.io()) {
+      queue_timer_(loop_.io(), clock_),
+      cleanup_timer_(loop_.io(), clock_) {
   for (size_t i = 0; i < std::max<size_t>(1, options_.pool); ++i) {
-    slots_.push_back(std::make_unique<Slot>(loop_.io()));
+    slots_.push_back(std::make_unique<Slot>(loop_.io(), clock_));
   }
 }
 
@@ -105,7 +105,7 @@ void QuotaPool::Submit(std::vector<QuotaOp> ops, QuotaCallback done) {
   auto take = std::make_unique<PendingTake>();
   take->ops = std::move(ops);
   take->done = std::move(done);
-  take->deadline = Clock::now() + options_.timeout;
+  take->deadline = clock_->Now() + options_.timeout;
   take->asked_ms = clock_->NowMs();
   asio::post(loop_.io(), [self = shared_from_this(), take = std::move(take)]() mutable {
     self->Enqueue(std::move(take));
@@ -166,7 +166,7 @@ void QuotaPool::Pump() {
 void QuotaPool::SendBatch(Slot& slot, size_t max_ops) {
   std::vector<std::unique_ptr<PendingTake>> batch;
   size_t ops = 0;
-  const auto now = Clock::now();
+  const auto now = clock_->Now();
   while (!queue_.empty()) {
     if (!batch.empty() && ops + queue_.front()->ops.size() > max_ops) break;
     std::unique_ptr<PendingTake> take = std::move(queue_.front());
@@ -189,7 +189,7 @@ void QuotaPool::SendBatch(Slot& slot, size_t max_ops) {
   const auto params = TakeParameters(takes, TestClock());
   slot.state = SlotState::kBusy;
   slot.batch = std::move(batch);
-  slot.sent = Clock::now();
+  slot.sent = clock_->Now();
   statements_.fetch_add(1, std::memory_order_relaxed);
   checks_.fetch_add(slot.batch.size(), std::memory_order_relaxed);
   const unsigned generation = slot.generation;
@@ -203,7 +203,7 @@ void QuotaPool::SendBatch(Slot& slot, size_t max_ops) {
 
 void QuotaPool::OnBatch(Slot& slot, unsigned generation, Result<std::vector<PgResult>> results) {
   if (generation != slot.generation || stopping_) return;
-  round_trips_.Observe(Seconds(Clock::now() - slot.sent));
+  round_trips_.Observe(Seconds(clock_->Now() - slot.sent));
   if (!results.ok() && results.status().code() == StatusCode::kUnavailable) {
     return Down(slot, results.status());  // the connection broke: its takes fail with it
   }
@@ -237,7 +237,7 @@ void QuotaPool::SendCleanup(Slot& slot) {
   cleanup_due_ = false;
   slot.cleaning = true;
   slot.state = SlotState::kBusy;
-  slot.sent = Clock::now();
+  slot.sent = clock_->Now();
   const unsigned generation = slot.generation;
   const std::string clock = TestClock();
   slot.connection->Query(
@@ -258,6 +258,7 @@ void QuotaPool::SendCleanup(Slot& slot) {
           std::from_chars(text.data(), text.data() + text.size(), deleted);
         }
         if (deleted > 0) self->cleaned_.fetch_add(deleted, std::memory_order_relaxed);
+        if (results.ok()) self->cleanups_.fetch_add(1, std::memory_order_relaxed);
         // A full batch leaves more to delete, at the next moment nothing waits; otherwise (done,
         // another gateway deleting, or an error) the next round.
         if (deleted >= static_cast<int64_t>(self->options_.cleanup_batch)) {
@@ -271,7 +272,7 @@ void QuotaPool::SendCleanup(Slot& slot) {
 }
 
 void QuotaPool::ArmBatchTimer(Slot& slot) {
-  Clock::time_point next = slot.sent + Budget(slot);
+  Clock::TimePoint next = slot.sent + Budget(slot);
   for (const auto& take : slot.batch) {
     if (take->done) next = std::min(next, take->deadline);
   }
@@ -285,7 +286,7 @@ void QuotaPool::ArmBatchTimer(Slot& slot) {
 
 void QuotaPool::OnBatchTimer(Slot& slot, unsigned generation) {
   if (slot.state != SlotState::kBusy || generation != slot.generation) return;
-  const auto now = Clock::now();
+  const auto now = clock_->Now();
   for (const auto& take : slot.batch) {
     if (!take->done || take->deadline > now) continue;
     timeouts_.fetch_add(1, std::memory_order_relaxed);
@@ -303,7 +304,7 @@ void QuotaPool::OnBatchTimer(Slot& slot, unsigned generation) {
   ArmBatchTimer(slot);
 }
 
-QuotaPool::Clock::duration QuotaPool::Budget(const Slot& slot) const {
+Clock::Duration QuotaPool::Budget(const Slot& slot) const {
   const milliseconds take = options_.timeout + kGrace;
   if (!slot.cleaning) return take;
   return std::max(take, std::min(options_.cleanup_interval, kCleanupBudget));
@@ -322,7 +323,7 @@ void QuotaPool::ArmQueueTimer() {
 }
 
 void QuotaPool::ExpireQueue() {
-  const auto now = Clock::now();
+  const auto now = clock_->Now();
   while (!queue_.empty() && queue_.front()->deadline <= now) {
     std::unique_ptr<PendingTake> take = std::move(queue_.front());
     queue_.pop_front();
@@ -386,7 +387,8 @@ std::optional<QuotaReply> QuotaPool::KnownRejection(const QuotaOp& op) const {
 }
 
 Status QuotaPool::WaitReady(milliseconds timeout) const {
-  const auto deadline = Clock::now() + timeout;
+  // The caller waits in real time, whatever clock the pool's own timeouts are on.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   MutexLock lock(&mutex_);
   while (!ready_.load(std::memory_order_acquire) && fatal_.ok() && !refused_) {
     if (!changed_.WaitUntil(&mutex_, deadline)) break;
@@ -417,8 +419,8 @@ Status QuotaPool::ReloadPassword() {
 
 PostgresQuotaStats QuotaPool::Stats() const {
   auto get = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-  return {get(statements_), get(checks_), get(connects_),
-          get(timeouts_),   get(errors_), get(cleaned_)};
+  return {get(statements_), get(checks_),  get(connects_), get(timeouts_),
+          get(errors_),     get(cleaned_), get(cleanups_)};
 }
 
 }  // namespace sluice::postgres

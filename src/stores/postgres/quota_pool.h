@@ -4,7 +4,6 @@
 #pragma once
 
 #include <atomic>
-#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -14,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock_timer.h"
 #include "pg_connection.h"
 #include "sluice/latency_histogram.h"
 #include "sluice/mutex.h"
@@ -28,8 +28,6 @@ namespace sluice::postgres {
 // Every member is used on the pool's thread, apart from those that say otherwise.
 class QuotaPool : public std::enable_shared_from_this<QuotaPool> {
  public:
-  using Clock = std::chrono::steady_clock;
-
   QuotaPool(PostgresOptions options, std::function<std::string()> test_clock);
 
   // Reads the password and starts the thread and the connections.
@@ -53,7 +51,7 @@ class QuotaPool : public std::enable_shared_from_this<QuotaPool> {
   struct PendingTake {
     std::vector<QuotaOp> ops;
     QuotaCallback done;  // empty once answered
-    Clock::time_point deadline;
+    Clock::TimePoint deadline;
     int64_t asked_ms = 0;        // the spent-quota memory's clock at submission
     uint64_t spent_changes = 0;  // the spent-quota memory's Changes() when its batch was sent
   };
@@ -65,12 +63,13 @@ class QuotaPool : public std::enable_shared_from_this<QuotaPool> {
 
   // One connection of the pool.
   struct Slot {
-    explicit Slot(boost::asio::io_context& io) : timer(io) {}
+    Slot(boost::asio::io_context& io, std::shared_ptr<const Clock> clock)
+        : timer(io, std::move(clock)) {}
     std::shared_ptr<PgConnection> connection;
     SlotState state = SlotState::kDown;
     std::vector<std::unique_ptr<PendingTake>> batch;  // the statement in flight's checks
-    Clock::time_point sent;
-    boost::asio::steady_timer timer;  // connect timeout, backoff, or the batch's deadline
+    Clock::TimePoint sent;
+    ClockTimer timer;  // connect timeout, backoff, or the batch's deadline
     std::chrono::milliseconds backoff{0};
     bool listening = false;
     bool cleaning = false;    // the statement in flight deletes ended windows
@@ -109,7 +108,7 @@ class QuotaPool : public std::enable_shared_from_this<QuotaPool> {
   void OnBatchTimer(Slot& slot, unsigned generation);
   void ArmBatchTimer(Slot& slot);
   // How long `slot`'s statement may go unanswered before its connection is given up on.
-  Clock::duration Budget(const Slot& slot) const;
+  Clock::Duration Budget(const Slot& slot) const;
   // Fails the waiting checks whose deadline has passed.
   void ExpireQueue();
   void ArmQueueTimer();
@@ -128,14 +127,15 @@ class QuotaPool : public std::enable_shared_from_this<QuotaPool> {
   const PostgresOptions options_;
   const std::function<std::string()> test_clock_;
   const std::string where_;  // Describe(), for messages
-  std::shared_ptr<SteadyClock> clock_ = std::make_shared<SteadyClock>();
+  const std::shared_ptr<const Clock> clock_ =
+      options_.clock ? options_.clock : ProcessSteadyClock();
   SpentQuotas spent_;
   stores::StoreLoop loop_{nullptr};
   std::vector<std::unique_ptr<Slot>> slots_;
   std::deque<std::unique_ptr<PendingTake>> queue_;
   size_t queued_ops_ = 0;
-  boost::asio::steady_timer queue_timer_;
-  boost::asio::steady_timer cleanup_timer_;
+  ClockTimer queue_timer_;
+  ClockTimer cleanup_timer_;
   bool cleanup_due_ = false;
   bool pump_scheduled_ = false;
   bool set_up_ = false;  // some connection found (or made) the table in the right shape
@@ -158,6 +158,7 @@ class QuotaPool : public std::enable_shared_from_this<QuotaPool> {
   std::atomic<uint64_t> timeouts_{0};
   std::atomic<uint64_t> errors_{0};
   std::atomic<uint64_t> cleaned_{0};
+  std::atomic<uint64_t> cleanups_{0};
 };
 
 }  // namespace sluice::postgres

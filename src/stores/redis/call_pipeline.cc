@@ -11,7 +11,6 @@
 namespace sluice::redis {
 
 namespace asio = boost::asio;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -22,7 +21,8 @@ namespace {
 constexpr size_t kMaxOpsPerCall = 64;
 
 LinkOptions LinkOptionsOf(const RedisOptions& options) {
-  return {options.connect_timeout, options.reconnect_min, options.reconnect_max, true};
+  return {options.connect_timeout, options.reconnect_min, options.reconnect_max, true,
+          options.clock};
 }
 
 }  // namespace
@@ -51,7 +51,7 @@ CallPipeline::CallPipeline(RedisOptions options, std::shared_ptr<RedisCredential
       io_(loop_.io()),
       locator_(MakeLocator(options_, credentials_, io_)),
       link_(io_, LinkOptionsOf(options_), locator_, credentials_, *this, std::move(setup_error)),
-      deadline_timer_(io_) {}
+      deadline_timer_(io_, options_.clock) {}
 
 CallPipeline::~CallPipeline() = default;
 
@@ -80,7 +80,8 @@ void CallPipeline::Submit(std::vector<BucketOp> ops, const RedisCall& call, Stor
   submission->all_or_nothing = call.all_or_nothing;
   submission->slot = call.slot;
   submission->algorithm = submission->ops.front().algorithm;
-  submission->submitted = Clock::now();
+  submission->clock = &deadline_timer_.clock();
+  submission->submitted = submission->clock->Now();
   submission->round_trips = &round_trips_;
   submission->deadline = submission->submitted + options_.timeout;
   if (call.deadline) submission->deadline = std::min(submission->deadline, *call.deadline);
@@ -103,6 +104,7 @@ void CallPipeline::Submit(std::vector<BucketOp> ops, const RedisCall& call, Stor
 }
 
 bool CallPipeline::WaitReady(std::chrono::milliseconds timeout) const {
+  // The caller waits in real time, whatever clock the pipeline's own timeouts are on.
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   MutexLock lock(&ready_mutex_);
   while (!Ready()) {
@@ -306,7 +308,7 @@ void CallPipeline::SendGathered() {
 // A submission whose time is up is not sent: the server would charge it and the caller would
 // hear only the timeout.
 void CallPipeline::Send(std::vector<SubmissionPtr> submissions) {
-  const auto now = Clock::now();
+  const Clock::TimePoint now = deadline_timer_.clock().Now();
   std::erase_if(submissions, [this, now](const SubmissionPtr& submission) {
     if (!submission->finished && now >= submission->deadline) TimeOut(*submission);
     return submission->finished;
@@ -399,7 +401,7 @@ void CallPipeline::Flush() {
   writing_buffer_.swap(out_);
   out_.clear();
   if (idle_since_write_) {
-    last_write_ = Clock::now();
+    last_write_ = deadline_timer_.clock().Now();
     idle_since_write_ = false;
   }
   writes_.fetch_add(1, std::memory_order_relaxed);
@@ -423,7 +425,7 @@ bool CallPipeline::SpansSlots(const std::vector<SubmissionPtr>& submissions) {
 void CallPipeline::ArmDeadlineTimer() {
   if (link_.state() == RedisLink::State::kStopped) return;
   while (!deadlines_.empty() && deadlines_.top()->finished) deadlines_.pop();
-  std::optional<Clock::time_point> next;
+  std::optional<Clock::TimePoint> next;
   if (!deadlines_.empty()) next = deadlines_.top()->deadline;
   if (!pending_.empty()) {
     auto stall = std::max(link_.last_read(), last_write_) + StallLimit();
@@ -444,7 +446,7 @@ void CallPipeline::ArmDeadlineTimer() {
 }
 
 void CallPipeline::ExpireSubmissions() {
-  const auto now = Clock::now();
+  const Clock::TimePoint now = deadline_timer_.clock().Now();
   while (!deadlines_.empty() && (deadlines_.top()->finished || deadlines_.top()->deadline <= now)) {
     SubmissionPtr submission = deadlines_.top();
     deadlines_.pop();

@@ -6,7 +6,6 @@
 #include <array>
 #include <atomic>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -56,8 +55,6 @@ class CallPipeline final : public std::enable_shared_from_this<CallPipeline>,
   LatencyCounts RoundTrips() const { return round_trips_.Counts(); }
 
  private:
-  using Clock = std::chrono::steady_clock;
-
   // Script calls written and not yet answered, at most. Past it, checks wait for an answer to go
   // in the next call together: under load each call then carries more checks, and Redis and the
   // gateway each spend less a check; when idle, a check goes at once.
@@ -75,8 +72,9 @@ class CallPipeline final : public std::enable_shared_from_this<CallPipeline>,
     ReplicaWait wait;                                 // the most any op asks for
     std::optional<std::vector<BucketReply>> replies;  // the script's, while WAIT is pending
     int resends = 0;                                  // after NOSCRIPT
-    Clock::time_point deadline;
-    Clock::time_point submitted;
+    Clock::TimePoint deadline;
+    Clock::TimePoint submitted;
+    const Clock* clock = nullptr;             // the pipeline's, which outlives it
     LatencyHistogram* round_trips = nullptr;  // the pipeline's; answered calls are timed
     bool finished = false;
 
@@ -87,7 +85,7 @@ class CallPipeline final : public std::enable_shared_from_this<CallPipeline>,
       if (finished) return;
       finished = true;
       if (result.ok() && round_trips != nullptr) {
-        round_trips->Observe(std::chrono::duration<double>(Clock::now() - submitted).count());
+        round_trips->Observe(std::chrono::duration<double>(clock->Now() - submitted).count());
       }
       StoreCallback callback = std::move(done);
       done = nullptr;
@@ -170,7 +168,7 @@ class CallPipeline final : public std::enable_shared_from_this<CallPipeline>,
   boost::asio::io_context& io_;
   std::shared_ptr<Locator> locator_;
   RedisLink link_;
-  boost::asio::steady_timer deadline_timer_;
+  ClockTimer deadline_timer_;
 
   // Shared with submitting threads.
   Mutex submit_mutex_;
@@ -210,10 +208,10 @@ class CallPipeline final : public std::enable_shared_from_this<CallPipeline>,
   std::vector<SubmissionPtr> waiters_;  // sent since the last WAIT, asking for one
   ReplicaWait waiters_need_;            // the most they ask for
   bool timer_armed_ = false;
-  std::chrono::steady_clock::time_point timer_expiry_;
+  Clock::TimePoint timer_expiry_;
   uint64_t timer_seq_ = 0;
   bool idle_since_write_ = true;
-  std::chrono::steady_clock::time_point last_write_;
+  Clock::TimePoint last_write_;
 };
 
 // Where `options` say the server is: its address, or the sentinels that know it.

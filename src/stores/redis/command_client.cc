@@ -20,20 +20,21 @@ bool IsMessage(const redisReply& reply) {
 
 std::shared_ptr<CommandClient> CommandClient::Connect(asio::io_context& io, NodeAddress address,
                                                       std::shared_ptr<RedisCredentials> credentials,
-                                                      std::chrono::milliseconds timeout) {
-  auto client =
-      std::make_shared<CommandClient>(io, std::move(address), std::move(credentials), timeout);
+                                                      std::chrono::milliseconds timeout,
+                                                      std::shared_ptr<const Clock> clock) {
+  auto client = std::make_shared<CommandClient>(io, std::move(address), std::move(credentials),
+                                                timeout, std::move(clock));
   client->link_.Start(client);
   return client;
 }
 
 CommandClient::CommandClient(asio::io_context& io, NodeAddress address,
                              std::shared_ptr<RedisCredentials> credentials,
-                             std::chrono::milliseconds timeout)
+                             std::chrono::milliseconds timeout, std::shared_ptr<const Clock> clock)
     : timeout_(timeout),
-      link_(io, {timeout, timeout, timeout, /*reconnect=*/false},
+      link_(io, {timeout, timeout, timeout, /*reconnect=*/false, clock},
             std::make_shared<FixedLocator>(std::move(address)), std::move(credentials), *this),
-      timer_(io) {}
+      timer_(io, std::move(clock)) {}
 
 void CommandClient::Send(const std::vector<std::string>& args, ReplyHandler done) {
   if (link_.state() == RedisLink::State::kStopped) {

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -25,14 +24,16 @@ class CommandClient final : public std::enable_shared_from_this<CommandClient>,
  public:
   using ReplyHandler = std::function<void(Result<ReplyPtr>)>;
 
-  // Connects to `address` (with TLS when `credentials` has a context); `timeout` bounds the
-  // connect and each answer.
+  // Connects to `address` (with TLS when `credentials` has a context); `timeout`, on `clock`
+  // (the process's steady clock when null), bounds the connect and each answer.
   static std::shared_ptr<CommandClient> Connect(boost::asio::io_context& io, NodeAddress address,
                                                 std::shared_ptr<RedisCredentials> credentials,
-                                                std::chrono::milliseconds timeout);
+                                                std::chrono::milliseconds timeout,
+                                                std::shared_ptr<const Clock> clock = nullptr);
 
   CommandClient(boost::asio::io_context& io, NodeAddress address,
-                std::shared_ptr<RedisCredentials> credentials, std::chrono::milliseconds timeout);
+                std::shared_ptr<RedisCredentials> credentials, std::chrono::milliseconds timeout,
+                std::shared_ptr<const Clock> clock);
 
   // Sends `args`; `done` gets the reply (an error reply is a reply) or why there is none.
   void Send(const std::vector<std::string>& args, ReplyHandler done);
@@ -56,7 +57,7 @@ class CommandClient final : public std::enable_shared_from_this<CommandClient>,
 
   const std::chrono::milliseconds timeout_;
   RedisLink link_;
-  boost::asio::steady_timer timer_;
+  ClockTimer timer_;
   std::string out_;
   std::string writing_;
   bool write_pending_ = false;

@@ -17,8 +17,8 @@ RedisLink::RedisLink(asio::io_context& io, LinkOptions options, std::shared_ptr<
       credentials_(std::move(credentials)),
       listener_(listener),
       setup_error_(std::move(setup_error)),
-      connect_timer_(io),
-      reconnect_timer_(io),
+      connect_timer_(io, options_.clock),
+      reconnect_timer_(io, options_.clock),
       rng_(std::random_device{}()) {}
 
 void RedisLink::Start(const std::shared_ptr<void>& owner) {
@@ -52,7 +52,7 @@ void RedisLink::OnLocated(Result<NodeAddress> where) {
     if (Stale(gen) || state_ != State::kConnecting) return;
     if (!error.empty()) return Drop(Where() + ": " + error);
     reader_ = std::make_unique<ReplyReader>();
-    last_read_ = std::chrono::steady_clock::now();
+    last_read_ = clock().Now();
     ReadMore();
     listener_.OnConnected();
   });
@@ -84,7 +84,7 @@ void RedisLink::ReadMore() {
           return Drop(ec == asio::error::eof ? Where() + " closed the connection"
                                              : "reading from " + Where() + ": " + ec.message());
         }
-        last_read_ = std::chrono::steady_clock::now();
+        last_read_ = clock().Now();
         if (Status s = reader_->Feed(read_buffer_.data(), n); !s.ok()) {
           return Drop("malformed reply from " + Where() + ": " + s.message());
         }

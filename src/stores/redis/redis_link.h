@@ -4,7 +4,6 @@
 
 #include <array>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -12,6 +11,7 @@
 #include <random>
 #include <string>
 
+#include "common/clock_timer.h"
 #include "locator.h"
 #include "reply.h"
 #include "reply_reader.h"
@@ -27,7 +27,8 @@ struct LinkOptions {
   // maximum, jittered; reset by Ready.
   std::chrono::milliseconds reconnect_min{50};
   std::chrono::milliseconds reconnect_max{2000};
-  bool reconnect = true;  // false: a loss stops the link for good
+  bool reconnect = true;               // false: a loss stops the link for good
+  std::shared_ptr<const Clock> clock;  // of the timeouts and waits; null: the process's steady one
 };
 
 // Everything runs on one io_context's thread: the link's state needs no lock. The listener is
@@ -98,7 +99,9 @@ class RedisLink {
   // Bumped at every loss: a handler that saw another value belongs to an earlier connection.
   uint64_t generation() const { return generation_; }
   // When bytes last arrived.
-  std::chrono::steady_clock::time_point last_read() const { return last_read_; }
+  Clock::TimePoint last_read() const { return last_read_; }
+  // The clock the link's timeouts and waits are measured on.
+  const Clock& clock() const { return connect_timer_.clock(); }
 
  private:
   void Connect();
@@ -123,10 +126,10 @@ class RedisLink {
   std::shared_ptr<Transport> transport_;
   std::unique_ptr<ReplyReader> reader_;  // one a connection
   std::array<char, 64UL * 1024> read_buffer_{};
-  boost::asio::steady_timer connect_timer_;
-  boost::asio::steady_timer reconnect_timer_;
+  ClockTimer connect_timer_;
+  ClockTimer reconnect_timer_;
   int backoff_attempt_ = 0;
-  std::chrono::steady_clock::time_point last_read_ = std::chrono::steady_clock::now();
+  Clock::TimePoint last_read_ = connect_timer_.clock().Now();
   std::mt19937_64 rng_;
 };
 

@@ -53,8 +53,9 @@ SentinelLocator::SentinelLocator(asio::io_context& io, const RedisOptions& optio
       credentials_(std::move(credentials)),
       ask_timeout_(std::min(options.connect_timeout, kMaxAskTimeout)),
       sentinels_(options_.sentinels.begin(), options_.sentinels.end()),
-      subscribe_timer_(io),
-      ping_timer_(io) {}
+      clock_(options.clock ? options.clock : ProcessSteadyClock()),
+      subscribe_timer_(io, clock_),
+      ping_timer_(io, clock_) {}
 
 NodeAddress SentinelLocator::AddressOf(const HostPort& node) const {
   NodeAddress address{node.first, node.second, "", ""};
@@ -94,7 +95,8 @@ void SentinelLocator::Ask(std::shared_ptr<const std::vector<HostPort>> order, si
     return done(Status::Unavailable("no sentinel named the master \"" + options_.master + "\" (" +
                                     errors + ")"));
   }
-  auto client = CommandClient::Connect(io_, AddressOf((*order)[next]), credentials_, ask_timeout_);
+  auto client =
+      CommandClient::Connect(io_, AddressOf((*order)[next]), credentials_, ask_timeout_, clock_);
   SendAll(
       *client,
       WithAuth({{"SENTINEL", "get-master-addr-by-name", options_.master},
@@ -170,7 +172,8 @@ void SentinelLocator::Watch(const std::function<void(const NodeAddress&)>& moved
 void SentinelLocator::Subscribe() {
   if (stopped_ || !moved_ || subscription_ || sentinels_.empty()) return;
   const HostPort target = sentinels_[subscribe_next_ % sentinels_.size()];
-  subscription_ = CommandClient::Connect(io_, AddressOf(target), credentials_, ask_timeout_);
+  subscription_ =
+      CommandClient::Connect(io_, AddressOf(target), credentials_, ask_timeout_, clock_);
   std::weak_ptr<SentinelLocator> weak = shared_from_this();
   subscription_->Listen(
       [weak, target](const redisReply& message) {

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -68,8 +67,9 @@ class SentinelLocator final : public Locator, public std::enable_shared_from_thi
   std::function<void(const NodeAddress&)> moved_;
   std::shared_ptr<CommandClient> subscription_;
   size_t subscribe_next_ = 0;
-  boost::asio::steady_timer subscribe_timer_;
-  boost::asio::steady_timer ping_timer_;
+  const std::shared_ptr<const Clock> clock_;
+  ClockTimer subscribe_timer_;
+  ClockTimer ping_timer_;
   bool stopped_ = false;
 };
 
