@@ -50,7 +50,6 @@ TEST(BoundsE2eTest, TheLocalCountsAtTheirBoundForgetSettledBucketsAndRefuseWhenA
         },
         milliseconds(2000)))
         << i;
-    std::this_thread::sleep_for(milliseconds(20));
   }
   EXPECT_GE(Counter(Fetch(gateway.admin(), "GET", "/metrics").body,
                     "sluice_local_counting_evictions_total"),

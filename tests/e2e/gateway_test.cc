@@ -88,6 +88,13 @@ class ClosingUpstream {
 
   uint16_t port() const { return acceptor_.local_endpoint().port(); }
   size_t ClosedByTheGateway() const { return closed_by_the_gateway_.load(); }
+  // Connections accepted, and those it closed for being idle.
+  size_t Accepted() const { return accepted_.load(); }
+  size_t ClosedByTheUpstream() const { return closed_by_the_upstream_.load(); }
+  // Whether every connection accepted so far has been closed for being idle.
+  bool ClosedEveryIdleConnection() const {
+    return Accepted() > 0 && ClosedByTheUpstream() == Accepted();
+  }
 
  private:
   void Accept() {
@@ -96,6 +103,7 @@ class ClosingUpstream {
       boost::system::error_code ec;
       acceptor_.accept(socket, ec);
       if (ec) return;
+      ++accepted_;
       serving_.emplace_back([this, s = std::move(socket)]() mutable { Serve(s); });
     }
   }
@@ -108,6 +116,8 @@ class ClosingUpstream {
       if (buffer.size() == 0 && ::poll(&readable, 1, static_cast<int>(idle_.count())) <= 0) {
         boost::system::error_code ignored;
         boost::asio::write(socket, boost::asio::buffer(farewell_), ignored);
+        socket.close(ignored);
+        ++closed_by_the_upstream_;
         return;  // idle too long: the socket closes
       }
       bhttp::request<bhttp::string_body> request;
@@ -127,6 +137,8 @@ class ClosingUpstream {
   const std::string farewell_;
   std::atomic<bool> stopping_{false};
   mutable std::atomic<size_t> closed_by_the_gateway_{0};
+  mutable std::atomic<size_t> closed_by_the_upstream_{0};
+  std::atomic<size_t> accepted_{0};
   boost::asio::io_context io_;
   boost::asio::ip::tcp::acceptor acceptor_;
   std::vector<std::thread> serving_;
@@ -341,11 +353,17 @@ TEST(GatewayE2eTest, SighupReloadsAGoodFileAndKeepsTheOldOneOnABadFile) {
   EXPECT_EQ(gateway.Get("/", {{"X-Api-Key", "d"}}).Header("x-ratelimit-limit"), "5");
 }
 
+// The requests (and rate limit service calls) that the gateway with admin port `admin` is
+// handling now.
+double InFlight(uint16_t admin) {
+  return e2e::MetricValue(Fetch(admin, "GET", "/metrics").body, "sluice_requests_in_flight");
+}
+
 TEST(GatewayE2eTest, SigtermDrainsRequestsInFlight) {
   Upstream upstream;
   GatewayProcess gateway(upstream.port(), "rules: []\n");
   auto slow = std::async(std::launch::async, [&] { return gateway.Get("/slow?ms=500"); });
-  std::this_thread::sleep_for(milliseconds(150));
+  ASSERT_TRUE(WaitUntil([&] { return InFlight(gateway.admin()) >= 1; }, milliseconds(3000)));
   gateway.process().Signal(SIGTERM);
   HttpResult r = slow.get();
   EXPECT_EQ(r.status, 200) << "a request in flight was cut off";
@@ -388,7 +406,9 @@ TEST(GatewayE2eTest, ARequestBegunAfterTheDrainIsRefused) {
   gateway.process().Signal(SIGTERM);
   ASSERT_TRUE(WaitUntil([&] { return gateway.Log().find("stopping") != std::string::npos; },
                         milliseconds(3000)));
-  std::this_thread::sleep_for(milliseconds(200));  // the drain finds nothing in flight
+  ASSERT_TRUE(WaitUntil([&] { return gateway.Log().find("listeners closed") != std::string::npos; },
+                        milliseconds(3000)))
+      << "the drain never found nothing in flight";
   ASSERT_TRUE(connection.Write(std::string_view(head).substr(head.size() - 1)));
   const auto refused = connection.Read(ec);
   EXPECT_FALSE(ec) << ec.message();
@@ -518,6 +538,8 @@ TEST(GatewayE2eTest, AKeptAliveConnectionMayBeQuietLongerThanTheHeaderTimeout) {
   GatewayProcess gateway(upstream.port(), "header_timeout: 1s\nrules: []\n");
   KeptAliveConnection connection(gateway.proxy());
   for (int i = 0; i < 2; ++i) {
+    // Quiet past the header timeout, in real time: what must not happen (a close) has no
+    // moment to poll for.
     if (i == 1) std::this_thread::sleep_for(milliseconds(1500));
     boost::beast::error_code ec;
     ASSERT_TRUE(connection.Write("GET / HTTP/1.1\r\nHost: x\r\n\r\n")) << "request " << i;
@@ -581,7 +603,7 @@ TEST(GatewayE2eTest, ARequestThatCannotGoTwiceGoesOnAConnectionTheUpstreamHasNot
   GatewayProcess gateway(upstream.port(), "rules: []\n");
   // Each event loop keeps a connection to the upstream, which then closes them.
   for (int i = 0; i < 4; ++i) EXPECT_EQ(gateway.Get("/warm").status, 200);
-  std::this_thread::sleep_for(milliseconds(800));
+  ASSERT_TRUE(WaitUntil([&] { return upstream.ClosedEveryIdleConnection(); }, milliseconds(3000)));
   // A POST cannot be retried on a new connection after failing on a dead one, so it must not
   // be sent on one.
   for (int i = 0; i < 4; ++i) {
@@ -595,7 +617,10 @@ TEST(GatewayE2eTest, AnUpstreamsLastWordsOnAnIdleConnectionAnswerNoRequest) {
                            "HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n");
   GatewayProcess gateway(upstream.port(), "rules: []\n");
   for (int i = 0; i < 4; ++i) EXPECT_EQ(gateway.Get("/warm").status, 200);
-  std::this_thread::sleep_for(milliseconds(1200));  // past the pool's quiet time of 1 s
+  ASSERT_TRUE(WaitUntil([&] { return upstream.ClosedEveryIdleConnection(); }, milliseconds(3000)));
+  // Past the pool's quiet time of 1 s, which the gateway's own clock measures in its own
+  // process: no test clock or poll reaches it.
+  std::this_thread::sleep_for(milliseconds(1000));
   for (int i = 0; i < 4; ++i) {
     HttpResult r = gateway.Get("/api/x");
     EXPECT_EQ(r.status, 200) << "the upstream's parting 408 was taken for the answer";

@@ -175,7 +175,14 @@ TEST_F(MetricsE2eTest, ReloadsAreCountedWithTheTimeOfTheLastSuccess) {
   const double started =
       MetricValue(Metrics(), "sluice_config_last_reload_success_timestamp_seconds");
   EXPECT_GT(started, 1.6e9);
-  std::this_thread::sleep_for(milliseconds(20));
+  // The reload's timestamp comes from the wall clock of another process: the test waits until
+  // that clock has passed the first one's.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+                   .count() > started + 0.01;
+      },
+      milliseconds(1000)));
   gateway_->process().Signal(SIGHUP);  // the same file: taken
   EXPECT_TRUE(WaitUntil(
       [&] {

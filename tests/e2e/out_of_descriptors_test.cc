@@ -85,6 +85,9 @@ TEST(OutOfDescriptorsE2eTest, AcceptingPausesAtTheLimitAndResumes) {
                 milliseconds(3000)))
       << Read(log);
   const long before = CpuTicks(gateway.pid());
+  // A window of CPU time: held at the limit, the gateway must use little of a second, and a
+  // second of real time is what the measure needs (nothing to poll for: the test asserts that
+  // nothing busy happens).
   std::this_thread::sleep_for(milliseconds(1000));
   const long used = CpuTicks(gateway.pid()) - before;
   EXPECT_LT(used, 20) << "ticks of CPU in one second held at the limit";  // 100 would be a core

@@ -18,6 +18,7 @@
 #include "support/http_client.h"
 #include "support/process.h"
 #include "support/redis_server.h"
+#include "support/wait_until.h"
 
 namespace sluice::e2e {
 
@@ -26,6 +27,7 @@ using testing::Fetch;
 using testing::FreePort;
 using testing::HttpResult;
 using testing::Process;
+using testing::WaitUntil;
 
 inline bool Healthy(uint16_t port) { return Fetch(port, "GET", "/healthz").status == 200; }
 
@@ -40,15 +42,6 @@ inline double MetricValue(const std::string& text, const std::string& series) {
     }
   }
   return -1;
-}
-
-inline bool WaitUntil(const std::function<bool()>& condition, milliseconds limit) {
-  const auto give_up = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < give_up) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return false;
 }
 
 // What `sluice check-config` prints for the file at `path`.

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "e2e/processes.h"
+#include "support/load_pacing.h"
 
 namespace sluice {
 namespace {
@@ -68,7 +69,7 @@ TEST(StatusPageE2eTest, TheStatusPageInAHeadlessBrowserWhileTrafficFlows) {
   std::thread traffic([&] {
     while (!stop) {  // about 60 a second against 10 a second allowed
       gateway.Get("/api", {{"X-Api-Key", key}});
-      std::this_thread::sleep_for(milliseconds(15));
+      testing::PaceLoad(milliseconds(15));
     }
   });
   // Until the rejections show in a sample: the rate rises from nothing.

@@ -19,11 +19,13 @@
 #include <mutex>
 #include <random>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "sluice/key_slot.h"
 #include "support/apply_blocking.h"
 #include "support/redis_cluster.h"
+#include "support/wait_until.h"
 
 namespace sluice {
 namespace {
@@ -33,7 +35,8 @@ using testing::ApplyBlocking;
 using testing::RedisClient;
 using testing::RedisCluster;
 using testing::ReplyPtr;
-using Clock = std::chrono::steady_clock;
+using testing::WaitUntil;
+using RealClock = std::chrono::steady_clock;
 
 // A bucket that refills over about eight years: a test's duration gives nothing back.
 Limit NoRefill(int64_t capacity) {
@@ -223,7 +226,9 @@ TEST_F(ClusterStoreTest, EveryPrimaryReloadsItsScriptAfterAFlush) {
                                                ? std::vector<std::string>{"SCRIPT", "FLUSH"}
                                                : std::vector<std::string>{"FUNCTION", "FLUSH"});
       }
-      std::this_thread::sleep_for(milliseconds(50));
+      // The load meets each flush before the next one.
+      const int seen = checks;
+      EXPECT_TRUE(WaitUntil([&] { return checks >= seen + 20; }));
     }
     stop = true;
     for (auto& t : threads) t.join();
@@ -241,11 +246,11 @@ TEST_F(ClusterStoreTest, APrimaryRestartedWithAnEmptyScriptCacheServesAgain) {
   ASSERT_TRUE(ApplyBlocking(*store, {{key, NoRefill(100), 1}}).ok());
   cluster_->Kill(primary);
   cluster_->Start(primary);
-  bool served = false;
-  for (int i = 0; i < 200 && !served; ++i) {
-    served = ApplyBlocking(*store, {{key, NoRefill(100), 1}}).ok();
-    if (!served) std::this_thread::sleep_for(milliseconds(25));
-  }
+  const bool served = WaitUntil(
+      [&] {
+        return ApplyBlocking(*store, {{key, NoRefill(100), 1}}).ok();
+      },
+      milliseconds(5000));
   EXPECT_TRUE(served) << "the restarted primary was not used again";
   EXPECT_EQ(cluster_->PrimaryOf(KeySlot(key)), primary) << "it failed over instead";
 }
@@ -283,10 +288,11 @@ ClusterStoreStats ReshardUnderLoad(RedisCluster& cluster, const std::vector<std:
   for (const auto& k : keys) charged[k] = 0;
   std::atomic<bool> stop{false};
   std::atomic<int> errors{0};
+  std::atomic<int> checks{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
-      for (size_t i = t; !stop; ++i) {
+      for (size_t i = t; !stop; ++i, ++checks) {
         const std::string& key = keys[i % keys.size()];
         auto replies = ApplyBlocking(*store, {{key, limit, 1}});
         if (!replies.ok()) {
@@ -298,7 +304,12 @@ ClusterStoreStats ReshardUnderLoad(RedisCluster& cluster, const std::vector<std:
       }
     });
   }
-  std::this_thread::sleep_for(milliseconds(100));
+  // Each step of the move is met by the load before the next.
+  auto let_load_meet_it = [&] {
+    const int seen = checks;
+    EXPECT_TRUE(WaitUntil([&] { return checks >= seen + 8; }));
+  };
+  let_load_meet_it();
   const std::string from_id = cluster.NodeId(from);
   const std::string to_id = cluster.NodeId(to);
   RedisClient source(from);
@@ -310,12 +321,12 @@ ClusterStoreStats ReshardUnderLoad(RedisCluster& cluster, const std::vector<std:
     target.Command({"CLUSTER", "SETSLOT", slot, "IMPORTING", from_id});
     source.Command({"CLUSTER", "SETSLOT", slot, "MIGRATING", to_id});
     for (const std::string& key : slot_keys) {
-      std::this_thread::sleep_for(milliseconds(20));
+      let_load_meet_it();
       ReplyPtr moved = source.Command(
           {"MIGRATE", "127.0.0.1", std::to_string(to), "", "0", "5000", "KEYS", key});
       EXPECT_NE(moved->type, REDIS_REPLY_ERROR) << moved->str;
     }
-    std::this_thread::sleep_for(milliseconds(20));  // every key is on the target: ASK
+    let_load_meet_it();  // every key is on the target: ASK
     target.Command({"CLUSTER", "SETSLOT", slot, "NODE", to_id});
     source.Command({"CLUSTER", "SETSLOT", slot, "NODE", to_id});
     for (uint16_t other : cluster.Primaries()) {
@@ -323,9 +334,9 @@ ClusterStoreStats ReshardUnderLoad(RedisCluster& cluster, const std::vector<std:
         RedisClient(other).Command({"CLUSTER", "SETSLOT", slot, "NODE", to_id});
       }
     }
-    std::this_thread::sleep_for(milliseconds(20));
+    let_load_meet_it();
   }
-  std::this_thread::sleep_for(milliseconds(100));
+  let_load_meet_it();
   stop = true;
   for (auto& t : threads) t.join();
   EXPECT_EQ(errors, 0);
@@ -364,6 +375,20 @@ TEST_F(ClusterStoreTest, ReshardingASlotWhoseKeysShareCallsFailsNoCheck) {
   EXPECT_EQ(ReshardUnderLoad(*cluster_, keys, primaries[1], primaries[2]).retries, 0u);
 }
 
+// Whether the node at `observer` holds the node `id` failed (flag "fail", not the suspicion
+// "fail?").
+bool MarkedFailed(const RedisCluster& cluster, uint16_t observer, const std::string& id) {
+  std::istringstream nodes(cluster.Client(observer)->String({"CLUSTER", "NODES"}));
+  for (std::string line; std::getline(nodes, line);) {
+    if (!line.starts_with(id)) continue;
+    std::istringstream fields(line);
+    std::string skip, flags;
+    fields >> skip >> skip >> flags;
+    return ("," + flags + ",").find(",fail,") != std::string::npos;
+  }
+  return false;
+}
+
 // Last in the suite: it leaves one shard without nodes.
 TEST_F(ClusterStoreTest, AFailoverIsAGapThenAShardDownStaysLocal) {
   const std::vector<uint16_t> primaries = cluster_->Primaries();
@@ -377,9 +402,10 @@ TEST_F(ClusterStoreTest, AFailoverIsAGapThenAShardDownStaysLocal) {
   std::atomic<int> other_errors{0};
   std::atomic<int64_t> last_victim_error_ms{0};
   std::atomic<int64_t> first_victim_error_ms{0};
-  const auto start = Clock::now();
+  std::atomic<int> rounds{0};
+  const auto start = RealClock::now();
   auto since_start = [&] {
-    return std::chrono::duration_cast<milliseconds>(Clock::now() - start).count();
+    return std::chrono::duration_cast<milliseconds>(RealClock::now() - start).count();
   };
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
@@ -394,18 +420,21 @@ TEST_F(ClusterStoreTest, AFailoverIsAGapThenAShardDownStaysLocal) {
           last_victim_error_ms = since_start();
         }
         if (!ApplyBlocking(*store, {{other_keys[i % 3], limit, 1}}).ok()) ++other_errors;
+        ++rounds;
       }
     });
   }
-  std::this_thread::sleep_for(milliseconds(300));
+  auto let_load_run = [&] {
+    const int seen = rounds;
+    EXPECT_TRUE(WaitUntil([&] { return rounds >= seen + 20; }));
+  };
+  let_load_run();
   const int64_t killed_ms = since_start();
   cluster_->Kill(victim);
   // The replica takes over after the node timeout (1 s) and an election; checks resume alone.
-  bool resumed = false;
-  for (int i = 0; i < 300 && !resumed; ++i) {
-    std::this_thread::sleep_for(milliseconds(50));
-    resumed = first_victim_error_ms > 0 && since_start() - last_victim_error_ms > 500;
-  }
+  const bool resumed = WaitUntil(
+      [&] { return first_victim_error_ms > 0 && since_start() - last_victim_error_ms > 500; },
+      milliseconds(15'000));
   EXPECT_TRUE(resumed) << "checks on the failed shard did not resume";
   const int64_t gap = last_victim_error_ms - killed_ms;
   int64_t charged_before = 0;
@@ -419,14 +448,16 @@ TEST_F(ClusterStoreTest, AFailoverIsAGapThenAShardDownStaysLocal) {
   const uint16_t promoted = cluster_->PrimaryOf(KeySlot(victim_keys[0]));
   ASSERT_NE(promoted, victim);
   ASSERT_NE(promoted, 0);
+  const std::string promoted_id = cluster_->NodeId(promoted);
   cluster_->Kill(promoted);
-  std::this_thread::sleep_for(milliseconds(2500));  // the others mark it failed
+  EXPECT_TRUE(WaitUntil([&] { return MarkedFailed(*cluster_, primaries[0], promoted_id); }))
+      << "the other nodes never marked the shard's last node failed";
   const int other_errors_before = other_errors;
-  const auto probe_start = Clock::now();
+  const auto probe_start = RealClock::now();
   auto down = ApplyBlocking(*store, {{victim_keys[0], limit, 1}});
   EXPECT_FALSE(down.ok());
-  EXPECT_LT(Clock::now() - probe_start, milliseconds(1000)) << "a down shard must fail fast";
-  std::this_thread::sleep_for(milliseconds(500));
+  EXPECT_LT(RealClock::now() - probe_start, milliseconds(1000)) << "a down shard must fail fast";
+  let_load_run();
   stop = true;
   for (auto& t : threads) t.join();
   EXPECT_EQ(other_errors, other_errors_before) << "a shard down must not stop the others";

@@ -19,7 +19,9 @@
 
 #include "sluice/postgres_quota_store.h"
 #include "sluice/quota_admin.h"
+#include "support/load_pacing.h"
 #include "support/postgres_server.h"
+#include "support/wait_until.h"
 
 namespace sluice {
 namespace {
@@ -27,6 +29,7 @@ namespace {
 using std::chrono::milliseconds;
 using testing::PostgresServer;
 using testing::SharedPostgres;
+using testing::WaitUntil;
 
 constexpr int64_t kDayMs = 24LL * 3600 * 1000;
 
@@ -55,15 +58,6 @@ int64_t UsedInDatabase(const std::string& bucket, const std::string& database = 
   const std::string used = SharedPostgres().Sql(
       "SELECT coalesce(sum(used), 0) FROM sluice_quota WHERE bucket = '" + bucket + "'", database);
   return std::stoll(used);
-}
-
-bool WaitUntil(const std::function<bool()>& condition, milliseconds limit) {
-  const auto give_up = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < give_up) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return condition();
 }
 
 TEST(PostgresQuotaStoreTest, ManyThreadsNeverTakeMoreThanTheLimit) {
@@ -425,7 +419,7 @@ TEST(PostgresQuotaStoreTest, EndedWindowsAreDeletedByOneGatewayAtATime) {
   PGconn* holder = PQconnectdb(conninfo.c_str());
   PQclear(PQexec(holder, "SELECT pg_advisory_lock(7239120569427918850)"));
   auto store = ReadyStore(options);
-  std::this_thread::sleep_for(milliseconds(500));
+  EXPECT_TRUE(WaitUntil([&] { return store->Stats().cleanups >= 3; }, milliseconds(10'000)));
   EXPECT_EQ(SharedPostgres().Sql("SELECT count(*) FROM sluice_quota", "cleanup"), "130");
   PQfinish(holder);
   EXPECT_TRUE(WaitUntil(
@@ -524,7 +518,7 @@ TEST(PostgresQuotaStoreTest, NothingAdmittedIsForgottenWhenTheServerCrashesUnder
           continue;
         }
         if (r.status().message().find("may have been counted") != std::string::npos) ++unknown;
-        std::this_thread::sleep_for(milliseconds(5));
+        testing::PaceLoad(milliseconds(5));  // while the server is down a take fails at once
       }
     });
   }

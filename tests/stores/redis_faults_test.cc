@@ -19,6 +19,7 @@
 #include "support/redis_cluster.h"
 #include "support/redis_sentinels.h"
 #include "support/redis_server.h"
+#include "support/wait_until.h"
 
 namespace sluice {
 namespace {
@@ -146,8 +147,10 @@ TEST(RedisFaultTest, EveryFaultBetweenTheClusterStoreAndOneNodeStaysOnItsShard) 
 template <typename Send>
 void CutOffAfterTheServerApplied(FaultProxy& proxy, Send send) {
   proxy.Inject(testing::Fault::kStall);
+  const uint64_t before = proxy.from_clients();
   send();
-  std::this_thread::sleep_for(milliseconds(50));  // written, and held
+  ASSERT_TRUE(testing::WaitUntil([&] { return proxy.from_clients() > before; }))
+      << "the call was never written";
   proxy.Inject(testing::Fault::kHalfClose);
   proxy.Heal();
 }

@@ -14,16 +14,19 @@
 #include "sluice/limiter.h"
 #include "sluice/redis_store.h"
 #include "support/apply_blocking.h"
+#include "support/load_pacing.h"
 #include "support/redis_sentinels.h"
 #include "support/tls_certificates.h"
+#include "support/wait_until.h"
 
 namespace sluice {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using RealClock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 using testing::ApplyBlocking;
 using testing::RedisSentinels;
+using testing::WaitUntil;
 
 const Limit kHundredPerHour{100, 100, 3'600'000};
 // Refills one token every five minutes, less than one in a test: what the bucket holds is what
@@ -93,7 +96,7 @@ class Load {
         admitted_.fetch_add(1);
       } else {
         failed_.fetch_add(1);
-        std::this_thread::sleep_for(milliseconds(5));
+        testing::PaceLoad(milliseconds(5));  // while the store fails at once
       }
     }
   }
@@ -110,8 +113,8 @@ TEST(RedisSentinelTest, AFailoverUnderLoadMovesTheChecksToTheNewMaster) {
   ASSERT_TRUE(store.WaitReady(std::chrono::seconds(5)));
   const uint16_t old_master = setup.MasterPort();
   Load load(store);
-  std::this_thread::sleep_for(milliseconds(300));
-  const auto start = Clock::now();
+  ASSERT_TRUE(WaitUntil([&] { return load.admitted() >= 20; })) << "the load never got going";
+  const auto start = RealClock::now();
   const uint16_t new_master = setup.Failover();
   ASSERT_NE(new_master, old_master);
   // The sentinels turn the old master into a replica only some seconds later: until then it
@@ -119,12 +122,12 @@ TEST(RedisSentinelTest, AFailoverUnderLoadMovesTheChecksToTheNewMaster) {
   // the new master's bucket goes down.
   const double tokens_then = TokensOn(setup, new_master, kLoadKey, kMillionSlowly);
   auto moved = [&] { return TokensOn(setup, new_master, kLoadKey, kMillionSlowly) < tokens_then; };
-  while (!moved() && Clock::now() - start < std::chrono::seconds(5)) {
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  const auto resumed = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
+  WaitUntil(moved, std::chrono::seconds(5));
+  const auto resumed = std::chrono::duration_cast<milliseconds>(RealClock::now() - start);
   EXPECT_TRUE(moved()) << "no check reached the new master within 5 s of the failover";
-  std::this_thread::sleep_for(milliseconds(200));
+  const int admitted = load.admitted();
+  EXPECT_TRUE(WaitUntil([&] { return load.admitted() >= admitted + 20; }))
+      << "the load stopped after the failover";
   load.Stop();
   auto last = ApplyBlocking(store, {{kLoadKey, kMillionSlowly, 1}});
   ASSERT_TRUE(last.ok()) << last.status().ToString();
@@ -151,16 +154,13 @@ TEST(RedisSentinelTest, ASentinelDownLeavesTheOthersToAnswer) {
   EXPECT_TRUE(ApplyBlocking(store, {{"rl:key:a", kHundredPerHour, 1}}).ok());
   // And a failover still reaches the store through the sentinels that are left.
   const uint16_t new_master = setup.Failover();
-  const auto give_up = Clock::now() + std::chrono::seconds(5);
   const double tokens_then = TokensOn(setup, new_master, "rl:key:a", kHundredPerHour);
   auto moved = [&] {
+    (void)ApplyBlocking(store, {{"rl:key:a", kHundredPerHour, 1}});
     return TokensOn(setup, new_master, "rl:key:a", kHundredPerHour) < tokens_then;
   };
-  while (!moved() && Clock::now() < give_up) {
-    (void)ApplyBlocking(store, {{"rl:key:a", kHundredPerHour, 1}});
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  EXPECT_TRUE(moved()) << "no check reached the new master; " << store.LastError();
+  EXPECT_TRUE(WaitUntil(moved, std::chrono::seconds(5)))
+      << "no check reached the new master; " << store.LastError();
 }
 
 TEST(RedisSentinelTest, AllSentinelsDownMeansTheFailurePolicyThenRecovery) {
@@ -178,12 +178,13 @@ TEST(RedisSentinelTest, AllSentinelsDownMeansTheFailurePolicyThenRecovery) {
   // The first failures may be the cut connection's own; the store then asks the sentinels again
   // on every attempt, and says that none of them answered.
   auto sentinels_blamed = [&] { return store.LastError().find("sentinel") != std::string::npos; };
-  const auto give_up = Clock::now() + std::chrono::seconds(3);
-  Decision during = (*limiter)->CheckBlocking({{"key", "k"}});
-  while ((during.checked || !sentinels_blamed()) && Clock::now() < give_up) {
-    std::this_thread::sleep_for(milliseconds(20));
-    during = (*limiter)->CheckBlocking({{"key", "k"}});
-  }
+  Decision during;
+  WaitUntil(
+      [&] {
+        during = (*limiter)->CheckBlocking({{"key", "k"}});
+        return !during.checked && sentinels_blamed();
+      },
+      std::chrono::seconds(3));
   EXPECT_FALSE(during.checked);
   EXPECT_FALSE(during.allowed);  // failing closed
   EXPECT_TRUE(sentinels_blamed()) << store.LastError();
@@ -200,17 +201,14 @@ TEST(RedisSentinelTest, ATlsSetupCountsAndFailsOver) {
   ASSERT_TRUE(replies.ok()) << replies.status().ToString();
   EXPECT_EQ(replies->front().remaining, 99);
   const uint16_t new_master = setup.Failover();
-  const auto give_up = Clock::now() + std::chrono::seconds(5);
   Result<std::vector<BucketReply>> after = Status::Unavailable("not yet asked");
   const double tokens_then = TokensOn(setup, new_master, "rl:key:tls", kHundredPerHour);
   auto moved = [&] {
+    after = ApplyBlocking(store, {{"rl:key:tls", kHundredPerHour, 1}});
     return TokensOn(setup, new_master, "rl:key:tls", kHundredPerHour) < tokens_then;
   };
-  while (!moved() && Clock::now() < give_up) {
-    after = ApplyBlocking(store, {{"rl:key:tls", kHundredPerHour, 1}});
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  ASSERT_TRUE(moved()) << "no check reached the new master; " << store.LastError();
+  ASSERT_TRUE(WaitUntil(moved, std::chrono::seconds(5)))
+      << "no check reached the new master; " << store.LastError();
   ASSERT_TRUE(after.ok()) << after.status().ToString();
   EXPECT_EQ(after->front().remaining, 98);  // the replica had the first count over TLS
 }

@@ -17,6 +17,7 @@
 #include "sluice/limiter.h"
 #include "support/apply_blocking.h"
 #include "support/redis_server.h"
+#include "support/wait_until.h"
 
 namespace sluice {
 namespace {
@@ -46,12 +47,11 @@ std::shared_ptr<RedisStore> Connect(RedisOptions options) {
 
 // Waits until a check is decided by the store itself again, or gives up after `limit`.
 bool RecoversWithin(const Limiter& limiter, milliseconds limit) {
-  const auto give_up = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < give_up) {
-    if (limiter.CheckBlocking({{"key", "recover"}}).checked) return true;
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return false;
+  return testing::WaitUntil(
+      [&] {
+        return limiter.CheckBlocking({{"key", "recover"}}).checked;
+      },
+      limit);
 }
 
 // --- Atomicity ----------------------------------------------------------------------------
@@ -114,8 +114,11 @@ TEST(RedisExpiryTest, KeyLivesExactlyUntilTheBucketIsFullAgain) {
   long long pttl = client->Integer({"PTTL", "rl:key:ak_abc123"});
   EXPECT_GT(pttl, 500);
   EXPECT_LE(pttl, 600);
-  std::this_thread::sleep_for(milliseconds(700));
-  EXPECT_EQ(client->Integer({"EXISTS", "rl:key:ak_abc123"}), 0);
+  EXPECT_TRUE(testing::WaitUntil(
+      [&] {
+        return client->Integer({"EXISTS", "rl:key:ak_abc123"}) == 0;
+      },
+      milliseconds(2000)));
 }
 
 TEST(RedisExpiryTest, AFullBucketLeavesNoKey) {
@@ -157,7 +160,9 @@ TEST(RedisScriptTest, ScriptFlushUnderLoadReachesNoCallerAndChargesOnce) {
     });
   }
   for (int i = 0; i < 20; ++i) {
-    std::this_thread::sleep_for(milliseconds(10));
+    // The load meets each flush before the next.
+    const int seen = allowed + errors;
+    EXPECT_TRUE(testing::WaitUntil([&] { return allowed + errors >= seen + 8; }));
     EXPECT_EQ(client->String({"SCRIPT", "FLUSH"}), "OK");
   }
   stop = true;
@@ -260,7 +265,11 @@ TEST(RedisOutageTest, EveryCheckTimesOutOnTimeWhileTheServerIsBusy) {
          "return 1",
          "0"});
   });
-  std::this_thread::sleep_for(milliseconds(100));
+  // Busy once a check goes unanswered.
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    return ApplyBlocking(*store, {{"rl:key:probe", kHundredPerHour, 1}}).status().code() ==
+           StatusCode::kDeadlineExceeded;
+  }));
   for (int i = 0; i < 3; ++i) {  // each submitted after the one before it timed out
     auto start = std::chrono::steady_clock::now();
     auto replies = ApplyBlocking(*store, {{"rl:key:busy", kHundredPerHour, 1}});
@@ -309,7 +318,7 @@ TEST(RedisOutageTest, TooManyInFlightIsShedAtOnce) {
     store->Apply({{"rl:key:a", kHundredPerHour, 1}},
                  [promise](auto r) { promise->set_value(std::move(r)); });
   }
-  std::this_thread::sleep_for(milliseconds(20));
+  // The pipeline takes submissions in the order they came: the fifth finds four before it.
   auto start = std::chrono::steady_clock::now();
   auto shed = ApplyBlocking(*store, {{"rl:key:b", kHundredPerHour, 1}});
   EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(100));
@@ -390,7 +399,7 @@ TEST(RedisPipelineTest, ConcurrentChecksShareSocketWrites) {
       done.fetch_add(1);
     });
   }
-  while (done.load() < kChecks) std::this_thread::sleep_for(milliseconds(1));
+  ASSERT_TRUE(testing::WaitUntil([&] { return done.load() == kChecks; }));
   const RedisStoreStats after = store->Stats();
   // Checks that arrive together are one script call, and calls share writes.
   EXPECT_LT(after.commands - before.commands, kChecks / 4u);
@@ -414,10 +423,12 @@ TEST(RedisPipelineTest, ChecksThatWaitForAnAnswerGoInTheNextCallTogether) {
       checked.fetch_add(d.checked ? 1 : 0);
       done.fetch_add(1);
     });
-    std::this_thread::sleep_for(milliseconds(2));  // each check on its own: a call each if sent
+    // Each check on its own (a call each, were they sent): the pipeline takes a check on its own
+    // thread, and nothing it shows says when it has.
+    std::this_thread::sleep_for(milliseconds(2));
   }
   server.Resume();
-  while (done.load() < kChecks) std::this_thread::sleep_for(milliseconds(1));
+  ASSERT_TRUE(testing::WaitUntil([&] { return done.load() == kChecks; }));
   EXPECT_EQ(checked.load(), kChecks);
   // Two calls went before the server answered; every later check waited for the next call.
   EXPECT_LE(store->Stats().commands - before.commands, 3u);
@@ -620,7 +631,7 @@ TEST(RedisPipelineTest, AWrongTypeBucketFailsOnlyTheChecksThatNameIt) {
                    done.fetch_add(1);
                  });
   }
-  while (done.load() < kChecks) std::this_thread::sleep_for(milliseconds(1));
+  ASSERT_TRUE(testing::WaitUntil([&] { return done.load() == kChecks; }));
   EXPECT_EQ(good_allowed.load(), kChecks / 2);
   EXPECT_EQ(bad_failed.load(), kChecks / 2);
   EXPECT_LT(store->Stats().commands, static_cast<uint64_t>(kChecks));  // they shared calls

@@ -16,6 +16,7 @@
 #include "support/apply_blocking.h"
 #include "support/redis_server.h"
 #include "support/tls_certificates.h"
+#include "support/wait_until.h"
 
 namespace sluice {
 namespace {
@@ -148,7 +149,9 @@ TEST(RedisTlsTest, TheHandshakeCountsWithinTheConnectTimeout) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(300));
   EXPECT_FALSE(during.checked);
   EXPECT_TRUE(during.allowed);  // failing open, by default
-  std::this_thread::sleep_for(milliseconds(400));
+  EXPECT_TRUE(testing::WaitUntil([&] {
+    return store.LastError().find("timed out connecting") != std::string::npos;
+  })) << store.LastError();
   const std::string error = ConnectError(options);
   EXPECT_NE(error.find("timed out connecting to 127.0.0.1:"), std::string::npos) << error;
   ::close(listener);
@@ -170,7 +173,7 @@ TEST(RedisTlsTest, UnreadableCertificatesAreNamedNeverRead) {
   // once to a check, as for a server that is down.
   options.tls->key_file = "/nonexistent/client.key";
   RedisStore store(options);
-  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_TRUE(testing::WaitUntil([&] { return !store.LastError().empty(); }));
   auto replies = ApplyBlocking(store, {{"rl:key:x", kTenPerHour, 1}});
   ASSERT_FALSE(replies.ok());
   EXPECT_NE(replies.status().message().find("tls.key_file /nonexistent/client.key"),

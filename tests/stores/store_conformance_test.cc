@@ -15,10 +15,12 @@
 #include "sluice/memory_store.h"
 #include "sluice/redis_store.h"
 #include "support/apply_blocking.h"
+#include "support/manual_clock.h"
 #include "support/redis_cluster.h"
 #include "support/redis_sentinels.h"
 #include "support/redis_server.h"
 #include "support/tls_certificates.h"
+#include "support/wait_until.h"
 
 namespace sluice {
 namespace {
@@ -33,7 +35,24 @@ using testing::TlsCertificates;
 struct MadeStore {
   std::shared_ptr<void> backend;
   std::shared_ptr<Store> store;
+  // The time the store's buckets read, in milliseconds: the server's (TIME), or the memory
+  // store's clock, which `clock` moves.
+  std::function<int64_t()> now_ms;
+  std::shared_ptr<testing::ManualClock> clock;
 };
+
+// The milliseconds of TIME on the server behind `client` (kept open across readings).
+std::function<int64_t()> ServerTime(std::shared_ptr<testing::RedisClient> client) {
+  return [client] {
+    testing::ReplyPtr time = client->Command({"TIME"});
+    return std::stoll(time->element[0]->str) * 1000 + std::stoll(time->element[1]->str) / 1000;
+  };
+}
+
+MadeStore InMemory() {
+  auto clock = std::make_shared<testing::ManualClock>(1'000'000);
+  return {nullptr, std::make_shared<MemoryStore>(clock), [clock] { return clock->NowMs(); }, clock};
+}
 
 struct StoreKind {
   const char* name;
@@ -46,18 +65,18 @@ void PrintTo(const StoreKind& kind, std::ostream* os) { *os << kind.name; }
 
 // A store of type S on `options` once it is ready, keeping `backend`.
 template <typename S, typename Options>
-MadeStore MakeOn(std::shared_ptr<void> backend, Options options, ScriptMode mode,
-                 BucketLayout layout = BucketLayout::kHash) {
+MadeStore MakeOn(std::shared_ptr<void> backend, std::unique_ptr<testing::RedisClient> timekeeper,
+                 Options options, ScriptMode mode, BucketLayout layout = BucketLayout::kHash) {
   options.mode = mode;
   options.layout = layout;
   auto store = std::make_shared<S>(options);
   EXPECT_TRUE(store->WaitReady(std::chrono::seconds(5)));
-  return {std::move(backend), store};
+  return {std::move(backend), store, ServerTime(std::move(timekeeper)), nullptr};
 }
 
 MadeStore OnServer(ScriptMode mode, BucketLayout layout = BucketLayout::kHash) {
   auto server = std::make_shared<RedisServer>();
-  return MakeOn<RedisStore>(server, server->Options(), mode, layout);
+  return MakeOn<RedisStore>(server, server->Client(), server->Options(), mode, layout);
 }
 
 // A server that serves TLS (with the test CA's certificate) beside its plaintext port.
@@ -68,7 +87,7 @@ MadeStore OnTlsServer() {
   RedisOptions options = server->Options();
   options.port = tls_port;
   options.tls = certificates.Trusting();
-  return MakeOn<RedisStore>(server, options, ScriptMode::kEvalsha);
+  return MakeOn<RedisStore>(server, server->Client(), options, ScriptMode::kEvalsha);
 }
 
 MadeStore OnUnixSocket() {
@@ -77,7 +96,7 @@ MadeStore OnUnixSocket() {
       std::vector<std::string>{"--unixsocket", path, "--unixsocketperm", "700"});
   RedisOptions options = server->Options();
   options.unix_path = path;
-  return MakeOn<RedisStore>(server, options, ScriptMode::kFunction);
+  return MakeOn<RedisStore>(server, server->Client(), options, ScriptMode::kFunction);
 }
 
 // One sentinel setup (a master, a replica, three sentinels) for all the suite's tests, its
@@ -85,7 +104,8 @@ MadeStore OnUnixSocket() {
 MadeStore OnSentinels() {
   static RedisSentinels sentinels(1, 3);
   sentinels.Client(sentinels.MasterPort())->Command({"FLUSHALL"});
-  return MakeOn<RedisStore>(nullptr, sentinels.Options(), ScriptMode::kEvalsha);
+  return MakeOn<RedisStore>(nullptr, sentinels.Client(sentinels.MasterPort()), sentinels.Options(),
+                            ScriptMode::kEvalsha);
 }
 
 // One cluster (three primaries, no replicas) per transport for all the suite's tests, emptied
@@ -103,15 +123,25 @@ RedisCluster* SharedCluster(bool tls) {
 }
 
 MadeStore OnCluster(ScriptMode mode, bool tls = false, BucketLayout layout = BucketLayout::kHash) {
-  return MakeOn<ClusterStore>(nullptr, SharedCluster(tls)->Options(), mode, layout);
+  RedisCluster* cluster = SharedCluster(tls);
+  return MakeOn<ClusterStore>(nullptr, cluster->Client(cluster->ports()[0]), cluster->Options(),
+                              mode, layout);
 }
 
 class StoreConformanceTest : public ::testing::TestWithParam<StoreKind> {
  protected:
   void SetUp() override {
-    MadeStore made = GetParam().make();
-    backend_ = std::move(made.backend);
-    store_ = std::move(made.store);
+    made_ = GetParam().make();
+    store_ = made_.store;
+  }
+
+  // Lets `ms` of the store's time pass: the memory store's clock is moved; a server's clock is
+  // its own (TIME), which the test waits for.
+  void PassTime(int64_t ms) {
+    if (made_.clock) return made_.clock->Advance(ms);
+    const int64_t until = made_.now_ms() + ms;
+    ASSERT_TRUE(testing::WaitUntil([&] { return made_.now_ms() >= until; },
+                                   std::chrono::milliseconds(ms + 5000)));
   }
 
   std::unique_ptr<Limiter> MakeLimiter(std::vector<Rule> rules,
@@ -135,7 +165,7 @@ class StoreConformanceTest : public ::testing::TestWithParam<StoreKind> {
     return replies.ok() ? replies->front().remaining : -1;
   }
 
-  std::shared_ptr<void> backend_;  // outlives the store
+  MadeStore made_;  // outlives store_; its backend outlives its store
   std::shared_ptr<Store> store_;
 };
 
@@ -203,7 +233,7 @@ TEST_P(StoreConformanceTest, RefillsOverTime) {
   EXPECT_FALSE(d.allowed);
   EXPECT_GT(d.verdicts[0].retry_ms, 0);
   EXPECT_LE(d.verdicts[0].retry_ms, 200);
-  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  PassTime(250);
   EXPECT_TRUE(limiter->CheckBlocking(request).allowed);
 }
 
@@ -300,7 +330,7 @@ TEST_P(StoreConformanceTest, RefundNeverRaisesABucketAboveCapacity) {
   Request request{{"ip", "cap"}, {"key", "cap"}};
   ASSERT_TRUE(limiter->CheckBlocking(request).allowed);
   for (int i = 0; i < 5; ++i) EXPECT_FALSE(limiter->CheckBlocking(request).allowed);
-  std::this_thread::sleep_for(std::chrono::milliseconds(350));
+  PassTime(350);
   EXPECT_FALSE(limiter->CheckBlocking(request).allowed);
   EXPECT_EQ(Remaining("rl:ip:cap", {3, 3, 300}), 3);
 }
@@ -360,14 +390,14 @@ TEST_P(StoreConformanceTest, FixedWindowLetsTwiceItsLimitThroughAroundAWindowEdg
     ASSERT_TRUE(left.ok());
     ASSERT_FALSE(left->front().allowed);
     // Sleep to 150 ms before the end of the next window.
-    std::this_thread::sleep_for(std::chrono::milliseconds(left->front().retry_ms + 850));
+    PassTime(left->front().retry_ms + 850);
     const Request request{{"key", "edge" + std::to_string(attempt)}};
     const Steady::time_point first = Steady::now();
     int admitted = 0;
     for (int i = 0; i < 5; ++i) admitted += limiter->CheckBlocking(request).allowed ? 1 : 0;
     Decision full = limiter->CheckBlocking(request);
     ASSERT_FALSE(full.allowed);
-    std::this_thread::sleep_for(std::chrono::milliseconds(full.verdicts[0].retry_ms));
+    PassTime(full.verdicts[0].retry_ms);
     for (int i = 0; i < 5; ++i) admitted += limiter->CheckBlocking(request).allowed ? 1 : 0;
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - first);
     if (took.count() >= 500) continue;  // the sleeps overshot: not the moment aimed at
@@ -561,7 +591,8 @@ TEST(SyncedCountingOnRedisTest, DecidesWhileRedisIsDownAndSendsItsCountsWhenItRe
   options.timeout = std::chrono::milliseconds(100);
   auto redis = std::make_shared<RedisStore>(options);
   ASSERT_TRUE(redis->WaitReady(std::chrono::seconds(5)));
-  auto gateway = std::make_shared<LocalCountingStore>(redis, nullptr, false);
+  auto clock = std::make_shared<testing::ManualClock>(0);
+  auto gateway = std::make_shared<LocalCountingStore>(redis, clock, false);
   const Limit ten_per_second{10, 10, 1000};
   auto limiter = LocalLimiter(gateway, Counting::kSynced, ten_per_second);
   auto flush = [&] {
@@ -577,7 +608,7 @@ TEST(SyncedCountingOnRedisTest, DecidesWhileRedisIsDownAndSendsItsCountsWhenItRe
   };
   server.Kill();
   EXPECT_GE(admit_all(), 10);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  clock->Advance(1100);
   EXPECT_GE(admit_all(), 10);  // a second's refill, counted here while Redis is down
   flush();
   EXPECT_EQ(gateway->Stats().sync_failures, 1u);
@@ -592,10 +623,7 @@ TEST(SyncedCountingOnRedisTest, DecidesWhileRedisIsDownAndSendsItsCountsWhenItRe
 INSTANTIATE_TEST_SUITE_P(
     Stores, StoreConformanceTest,
     ::testing::Values(
-        StoreKind{"Memory", true,
-                  [] {
-                    return MadeStore{nullptr, std::make_shared<MemoryStore>()};
-                  }},
+        StoreKind{"Memory", true, InMemory},
         StoreKind{"RedisEvalsha", false, [] { return OnServer(ScriptMode::kEvalsha); }},
         StoreKind{"RedisFunction", false, [] { return OnServer(ScriptMode::kFunction); }},
         StoreKind{"RedisCompact", false,

@@ -54,6 +54,8 @@ TEST(StoreLoopTest, AThreadItsOwnCallbackLetsGoIsJoinedAtExit) {
         std::promise<void> answered;
         boost::asio::post(handle->owner->loop.io(), [&answered, handle]() mutable {
           answered.set_value();
+          // Outlives the main thread's exit on purpose: the race the test is about, which no
+          // clock or poll can stand for.
           std::this_thread::sleep_for(std::chrono::milliseconds(200));
           handle.reset();
         });

@@ -1,4 +1,6 @@
 #include "fault_drill.h"
+#include "support/load_pacing.h"
+#include "support/wait_until.h"
 
 #include <gtest/gtest.h>
 
@@ -124,7 +126,7 @@ void CheckLoad::Run(size_t t) {
     record.decided = Clock::now();
     record.answered = remaining.has_value();
     Note(t, record, remaining, bucket);
-    std::this_thread::sleep_for(milliseconds(2));  // a steady load, not a spin while it fails
+    PaceLoad(milliseconds(2));
   }
 }
 
@@ -170,20 +172,23 @@ std::vector<int64_t> CheckLoad::Unanswered() {
 
 void Drill(const std::string& topology, FaultProxy& proxy, CheckLoad& load,
            const std::vector<bool>& faulted, const std::vector<FaultCase>& cases) {
-  std::this_thread::sleep_for(milliseconds(200));  // the load is under way
+  EXPECT_TRUE(WaitUntil([&] { return load.Records().size() >= 50; })) << "the load never started";
   for (const FaultCase& c : cases) {
     SCOPED_TRACE(topology + ": " + Describe(c));
     const std::vector<int64_t> before = load.Unanswered();
     const Clock::time_point injected = Clock::now();
     proxy.Inject(c.fault, c.delay);
+    // The fault's own length: what the test injects is an outage of this long, in real time.
     std::this_thread::sleep_for(c.lasts);
     const Clock::time_point healed = Clock::now();
     proxy.Heal();
     Outcome o;
-    while (!o.recovery_ms && Clock::now() - healed < c.recovery + milliseconds(500)) {
-      std::this_thread::sleep_for(milliseconds(50));
-      o = Assess(load.Records(), faulted, injected, healed, Clock::now());
-    }
+    WaitUntil(
+        [&] {
+          o = Assess(load.Records(), faulted, injected, healed, Clock::now());
+          return o.recovery_ms.has_value();
+        },
+        c.recovery + milliseconds(500));
     const std::vector<int64_t> after = load.Unanswered();
     int64_t late = 0;
     for (size_t t = 0; t < faulted.size(); ++t) {

@@ -51,6 +51,7 @@ namespace {
 struct FaultState {
   Fault fault = Fault::kNone;
   std::chrono::milliseconds delay{0};
+  mutable std::atomic<uint64_t> from_clients{0};  // bytes taken from the clients, held or not
 };
 
 // Closes `socket` with a reset (RST) rather than a FIN.
@@ -146,6 +147,7 @@ class Relay : public std::enable_shared_from_this<Relay> {
                                return self->Pump(d);
                              }
                              if (ec) return self->Reset();  // a peer's reset reaches the other peer
+                             if (!d.to_client) self->state_->from_clients += n;
                              if (!(d.to_client && self->half_closed_)) {
                                d.held.push_back({Clock::now(), std::string(d.buffer.data(), n)});
                              }
@@ -272,13 +274,15 @@ class FaultProxy::Impl {
 
   uint16_t port() const { return port_; }
   uint64_t accepted() const { return accepted_.load(); }
+  uint64_t from_clients() const { return state_->from_clients.load(); }
 
   void Inject(Fault fault, std::chrono::milliseconds delay) {
     std::promise<void> done;
     error_code listening;
     asio::post(io_, [&] {
       const bool was_refusing = state_->fault == Fault::kRefuse;
-      *state_ = {fault, delay};
+      state_->fault = fault;
+      state_->delay = delay;
       if (fault == Fault::kRefuse && !was_refusing) {
         error_code ignored;
         acceptor_.cancel(ignored);
@@ -339,5 +343,7 @@ void FaultProxy::Inject(Fault fault, std::chrono::milliseconds delay) {
 }
 
 uint64_t FaultProxy::accepted() const { return impl_->accepted(); }
+
+uint64_t FaultProxy::from_clients() const { return impl_->from_clients(); }
 
 }  // namespace sluice::testing

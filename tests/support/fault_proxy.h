@@ -46,6 +46,9 @@ class FaultProxy {
 
   // Connections taken so far.
   uint64_t accepted() const;
+  // Bytes the clients have sent so far (taken by the proxy, whether it passed them on or holds
+  // them).
+  uint64_t from_clients() const;
 
  private:
   class Impl;

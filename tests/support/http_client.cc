@@ -8,6 +8,8 @@
 #include <boost/beast/http.hpp>
 #include <thread>
 
+#include <poll.h>
+
 namespace sluice::testing {
 
 namespace asio = boost::asio;
@@ -47,6 +49,16 @@ HttpResult Fetch(uint16_t port, const std::string& method, const std::string& ta
   return result;
 }
 
+namespace {
+
+// Blocks until `socket` can be read (and, with `writing`, written), or `timeout` passes.
+void AwaitSocket(tcp::socket& socket, bool writing, std::chrono::milliseconds timeout) {
+  pollfd fd{socket.native_handle(), static_cast<short>(POLLIN | (writing ? POLLOUT : 0)), 0};
+  ::poll(&fd, 1, static_cast<int>(timeout.count()));
+}
+
+}  // namespace
+
 std::string RawExchange(uint16_t port, const std::string& bytes, std::chrono::milliseconds timeout,
                         std::chrono::milliseconds pause, size_t trickle_from) {
   asio::io_context io;
@@ -74,17 +86,20 @@ std::string RawExchange(uint16_t port, const std::string& bytes, std::chrono::mi
         asio::buffer(bytes.data() + sent, std::min(step, bytes.size() - sent)), ec);
     if (ec == asio::error::would_block) {
       if (!drain()) return received;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      AwaitSocket(socket, true, timeout);
       continue;
     }
     if (ec) break;
     sent += n;
     if (!drain()) return received;
+    // A slow client on purpose: the pause between bytes is what the test sends.
     if (pause.count() != 0 && sent >= trickle_from) std::this_thread::sleep_for(pause);
   }
   const auto give_up = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < give_up && drain()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  while (drain()) {
+    const auto left = give_up - std::chrono::steady_clock::now();
+    if (left <= std::chrono::milliseconds(0)) break;
+    AwaitSocket(socket, false, std::chrono::ceil<std::chrono::milliseconds>(left));
   }
   return received;
 }

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "redis_server.h"  // FreePort
+#include "support/wait_until.h"
 
 namespace sluice::testing {
 namespace {
@@ -33,13 +34,8 @@ MemcachedServer::MemcachedServer() : port_(FreePort()) {
   process_ = std::make_unique<Process>(
       std::vector<std::string>{"memcached", "-l", "127.0.0.1", "-p", port, "-U", "0", "-t", "1"},
       "/tmp/sluice-test-memcached-" + port + ".log", "nobody");
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!Listening(port_)) {
-    if (std::chrono::steady_clock::now() > give_up || process_->Wait({}).has_value()) {
-      throw std::runtime_error("memcached did not start on port " + port);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  const bool up = WaitUntil([&] { return Listening(port_) || process_->Wait({}).has_value(); });
+  if (!up || !Listening(port_)) throw std::runtime_error("memcached did not start on port " + port);
 }
 
 }  // namespace sluice::testing

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "redis_server.h"  // FreePort
+#include "support/wait_until.h"
 
 namespace sluice::testing {
 namespace {
@@ -139,32 +140,28 @@ void PostgresServer::Start() {
   pid_ = Spawn(argv, dir_ + "/server.log", UserForServer());
   const std::string ping = "host=" + dir_ + " port=" + std::to_string(port_) +
                            " user=postgres dbname=postgres connect_timeout=2";
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (PQping(ping.c_str()) != PQPING_OK) {
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      throw std::runtime_error("postgres exited at start: " + Tail(dir_ + "/server.log"));
-    }
-    if (std::chrono::steady_clock::now() > give_up) {
-      throw std::runtime_error("postgres did not start: " + Tail(dir_ + "/server.log"));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  bool exited = false;
+  const bool up = WaitUntil(
+      [&] {
+        int status = 0;
+        exited = ::waitpid(pid_, &status, WNOHANG) == pid_;
+        return exited || PQping(ping.c_str()) == PQPING_OK;
+      },
+      std::chrono::seconds(60));
+  if (exited) {
+    pid_ = -1;
+    throw std::runtime_error("postgres exited at start: " + Tail(dir_ + "/server.log"));
   }
+  if (!up) throw std::runtime_error("postgres did not start: " + Tail(dir_ + "/server.log"));
 }
 
 void PostgresServer::Crash() {
   if (pid_ <= 0) return;
   ::kill(pid_, SIGQUIT);
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   int status = 0;
-  while (::waitpid(pid_, &status, WNOHANG) != pid_) {
-    if (std::chrono::steady_clock::now() > give_up) {
-      ::kill(-pid_, SIGKILL);
-      ::waitpid(pid_, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (!WaitUntil([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; })) {
+    ::kill(-pid_, SIGKILL);
+    ::waitpid(pid_, &status, 0);
   }
   pid_ = -1;
 }

@@ -1,4 +1,5 @@
 #include "process.h"
+#include "support/wait_until.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -106,17 +107,13 @@ void Process::Signal(int signal) const {
 }
 
 std::optional<int> Process::Wait(std::chrono::milliseconds timeout) {
-  const auto give_up = std::chrono::steady_clock::now() + timeout;
-  while (pid_ > 0) {
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    }
-    if (std::chrono::steady_clock::now() >= give_up) return std::nullopt;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (pid_ <= 0) return std::nullopt;
+  int status = 0;
+  if (!WaitUntil([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; }, timeout)) {
+    return std::nullopt;
   }
-  return std::nullopt;
+  pid_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 }  // namespace sluice::testing

@@ -1,4 +1,5 @@
 #include "redis_cluster.h"
+#include "support/wait_until.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -92,10 +93,8 @@ void RedisCluster::Start(uint16_t port) {
   }
   nodes_[port] =
       std::make_unique<Process>(std::move(args), dir_ + "/" + std::to_string(port) + ".out");
-  for (int i = 0; i < 200 && !Pings(port); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_TRUE(Pings(port)) << "node " << port << " did not start";
+  EXPECT_TRUE(WaitUntil([&] { return Pings(port); }, std::chrono::seconds(2)))
+      << "node " << port << " did not start";
 }
 
 void RedisCluster::Kill(uint16_t port) { nodes_.erase(port); }
@@ -154,18 +153,18 @@ void RedisCluster::Announce(uint16_t port, uint16_t announced) {
   // Gossip carries it to the others within a few pings (cluster-node-timeout is 1 s).
   const std::string id = NodeId(port);
   const std::string wanted = ":" + std::to_string(announced) + "@";
-  for (int i = 0; i < 250; ++i) {
-    bool everywhere = true;
+  const bool learned = WaitUntil([&] {
     for (const auto& [node, process] : nodes_) {
       const std::string nodes = Client(node)->String({"CLUSTER", "NODES"});
       const size_t line = nodes.find(id);
-      everywhere = everywhere && line != std::string::npos &&
-                   nodes.compare(nodes.find(':', line), wanted.size(), wanted) == 0;
+      if (line == std::string::npos ||
+          nodes.compare(nodes.find(':', line), wanted.size(), wanted) != 0) {
+        return false;
+      }
     }
-    if (everywhere) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ADD_FAILURE() << "the cluster did not learn that node " << port << " is at " << announced;
+    return true;
+  });
+  EXPECT_TRUE(learned) << "the cluster did not learn that node " << port << " is at " << announced;
 }
 
 uint16_t RedisCluster::OwnPort(uint16_t named) const {

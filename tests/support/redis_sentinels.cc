@@ -1,4 +1,5 @@
 #include "redis_sentinels.h"
+#include "support/wait_until.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -18,16 +19,15 @@ using Clock = std::chrono::steady_clock;
 // Polls `done` every 20 ms for up to `seconds`; whether it came true.
 template <typename Done>
 bool WaitFor(Done done, int seconds) {
-  const auto give_up = Clock::now() + std::chrono::seconds(seconds);
-  while (Clock::now() < give_up) {
-    try {
-      if (done()) return true;
-    } catch (const std::exception&) {
-      // a server still starting, or one just killed: ask again
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
+  return WaitUntil(
+      [&] {
+        try {
+          return done();
+        } catch (const std::exception&) {
+          return false;  // a server still starting, or one just killed: ask again
+        }
+      },
+      std::chrono::seconds(seconds));
 }
 
 size_t Elements(RedisClient& client, const std::vector<std::string>& command) {

@@ -1,4 +1,5 @@
 #include "redis_server.h"
+#include "support/wait_until.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -95,15 +96,14 @@ void RedisServer::Start() {
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());
   process_ =
       std::make_unique<Process>(args, "/tmp/sluice-test-redis-" + std::to_string(port_) + ".out");
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < give_up) {
+  const bool up = WaitUntil([&] {
     timeval timeout{0, 200'000};
     redisContext* c = redisConnectWithTimeout("127.0.0.1", port_, timeout);
-    bool up = c != nullptr && c->err == 0;
+    const bool connected = c != nullptr && c->err == 0;
     if (c != nullptr) redisFree(c);
-    if (up) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+    return connected;
+  });
+  if (up) return;
   throw std::runtime_error("redis-server did not start on port " + std::to_string(port_));
 }
 
