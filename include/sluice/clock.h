@@ -39,4 +39,7 @@ class SteadyClock final : public Clock {
 // One SteadyClock for the whole process: the clock of everything not given another.
 const std::shared_ptr<const Clock>& ProcessSteadyClock();
 
+// `clock`, or ProcessSteadyClock() when it is null: what takes an optional clock keeps this.
+std::shared_ptr<const Clock> ClockOrSteady(std::shared_ptr<const Clock> clock);
+
 }  // namespace sluice

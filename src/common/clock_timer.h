@@ -70,7 +70,7 @@ class BasicClockTimer {
  private:
   struct State {
     State(const Executor& executor, std::shared_ptr<const Clock> c)
-        : real(executor), clock(c ? std::move(c) : ProcessSteadyClock()) {}
+        : real(executor), clock(ClockOrSteady(std::move(c))) {}
     boost::asio::basic_waitable_timer<std::chrono::steady_clock,
                                       boost::asio::wait_traits<std::chrono::steady_clock>, Executor>
         real;

@@ -13,4 +13,9 @@ const std::shared_ptr<const Clock>& ProcessSteadyClock() {
   return *clock;
 }
 
+std::shared_ptr<const Clock> ClockOrSteady(std::shared_ptr<const Clock> clock) {
+  if (clock) return clock;
+  return ProcessSteadyClock();
+}
+
 }  // namespace sluice

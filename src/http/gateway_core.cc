@@ -113,7 +113,7 @@ std::string DecisionJson(const Decision& decision, const std::vector<Rule>& rule
 GatewayCore::GatewayCore(std::vector<std::shared_ptr<Store>> stores, std::function<bool()> ready,
                          std::shared_ptr<QuotaStore> quota_store,
                          std::shared_ptr<const Clock> clock)
-    : clock_(clock ? std::move(clock) : ProcessSteadyClock()),
+    : clock_(ClockOrSteady(std::move(clock))),
       ready_(std::move(ready)),
       config_(std::move(stores), std::move(quota_store), metrics_, *top_rejected_),
       store_errors_(std::chrono::seconds(1), clock_) {}

@@ -14,7 +14,7 @@ namespace bhttp = beast::http;
 
 struct Server::State {
   State(EventLoops& loops, std::shared_ptr<const Clock> c)
-      : clock(c ? std::move(c) : ProcessSteadyClock()), loops(loops), acceptor(loops[0]) {}
+      : clock(ClockOrSteady(std::move(c))), loops(loops), acceptor(loops[0]) {}
   const std::shared_ptr<const Clock> clock;
   EventLoops& loops;
   asio::basic_socket_acceptor<tcp, Executor> acceptor;

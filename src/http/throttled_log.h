@@ -27,7 +27,7 @@ class ThrottledLog {
   // `clock` (the process's steady clock when null) times the intervals.
   explicit ThrottledLog(std::chrono::milliseconds interval = std::chrono::seconds(1),
                         std::shared_ptr<const Clock> clock = nullptr)
-      : interval_(interval), clock_(clock ? std::move(clock) : ProcessSteadyClock()) {}
+      : interval_(interval), clock_(ClockOrSteady(std::move(clock))) {}
 
   // Logs `message` as a warning, prefixed by `what` ("store error"), unless it was logged less
   // than an interval ago. Returns whether it was logged.

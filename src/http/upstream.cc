@@ -113,7 +113,7 @@ void PrepareClientResponse(HttpResponse& response, bool head) {
 UpstreamPool::UpstreamPool(asio::io_context& io, config::UpstreamConfig config, size_t idle_max,
                            std::shared_ptr<const Clock> clock)
     : io_(io),
-      clock_(clock ? std::move(clock) : ProcessSteadyClock()),
+      clock_(ClockOrSteady(std::move(clock))),
       config_(std::move(config)),
       idle_max_(idle_max),
       reaper_(io.get_executor(), clock_) {}

@@ -94,7 +94,7 @@ Service::Service(std::vector<std::shared_ptr<Store>> stores,
 
 void Service::Reconfigure(std::shared_ptr<const DescriptorMatcher> matcher,
                           ServiceOptions options) {
-  if (!options.clock) options.clock = ProcessSteadyClock();
+  options.clock = ClockOrSteady(std::move(options.clock));
   auto next = std::make_shared<Snapshot>();
   next->matcher = std::move(matcher);
   next->charge_rules = ChargeRulesOf(options);

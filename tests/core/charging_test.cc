@@ -54,7 +54,8 @@ class ChargingTest : public ::testing::Test {
   // The buckets that refuse: of one token, taken before the test.
   void SetUp() override {
     for (const char* key : {"full", "shadow"}) {
-      memory_->Apply({Op(key, 1)}, [](Result<std::vector<BucketReply>> r) { ASSERT_TRUE(r.ok()); });
+      memory_->Apply({Op(key, 1)},
+                     [](const Result<std::vector<BucketReply>>& r) { ASSERT_TRUE(r.ok()); });
     }
   }
 
@@ -222,7 +223,8 @@ TEST_F(ChargingTest, GiveBackSumsARepeatedKeysRefundsAndNeverOverfills) {
   Charges charged;
   charged.ops.resize(2);
   for (OpCharge& op : charged.ops) op.charged = true;
-  memory_->Apply({Op("a", 4, 1)}, [](Result<std::vector<BucketReply>> r) { ASSERT_TRUE(r.ok()); });
+  memory_->Apply({Op("a", 4, 1)},
+                 [](const Result<std::vector<BucketReply>>& r) { ASSERT_TRUE(r.ok()); });
   std::optional<Charges> result;
   const int before = store_->calls();
   GiveBack(store_, ops, charged, [&](Charges c) { result = std::move(c); });

@@ -35,7 +35,7 @@ bool OneSlot(const std::vector<BucketOp>& ops) {
 
 // `options` with a clock: the process's steady clock unless one is given.
 ClusterOptions WithClock(ClusterOptions options) {
-  if (!options.clock) options.clock = ProcessSteadyClock();
+  options.clock = ClockOrSteady(std::move(options.clock));
   return options;
 }
 

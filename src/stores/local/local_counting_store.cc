@@ -280,7 +280,7 @@ LocalCountingStore::LocalCountingStore(std::shared_ptr<Store> shared,
                                        size_t max_buckets)
     : state_(std::make_shared<State>(max_buckets)), via_(shared), owner_(true) {
   state_->shared = std::move(shared);
-  state_->clock = clock ? std::move(clock) : std::make_shared<SteadyClock>();
+  state_->clock = ClockOrSteady(std::move(clock));
   if (background) state_->ticker = std::thread([state = state_.get()] { state->RunTicker(); });
 }
 

@@ -113,7 +113,7 @@ class MemoryStore::Shard {
 };
 
 MemoryStore::MemoryStore(std::shared_ptr<const Clock> clock, size_t max_buckets)
-    : clock_(clock ? std::move(clock) : std::make_shared<SteadyClock>()) {
+    : clock_(ClockOrSteady(std::move(clock))) {
   // Each shard its share (one at least, so a bound under the shard count holds one a shard).
   const size_t per_shard = std::max<size_t>(1, max_buckets / kShards);
   for (size_t i = 0; i < kShards; ++i) shards_.push_back(std::make_unique<Shard>(per_shard));

@@ -127,8 +127,7 @@ class QuotaPool : public std::enable_shared_from_this<QuotaPool> {
   const PostgresOptions options_;
   const std::function<std::string()> test_clock_;
   const std::string where_;  // Describe(), for messages
-  const std::shared_ptr<const Clock> clock_ =
-      options_.clock ? options_.clock : ProcessSteadyClock();
+  const std::shared_ptr<const Clock> clock_ = ClockOrSteady(options_.clock);
   SpentQuotas spent_;
   stores::StoreLoop loop_{nullptr};
   std::vector<std::unique_ptr<Slot>> slots_;

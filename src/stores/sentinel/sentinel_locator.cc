@@ -53,7 +53,7 @@ SentinelLocator::SentinelLocator(asio::io_context& io, const RedisOptions& optio
       credentials_(std::move(credentials)),
       ask_timeout_(std::min(options.connect_timeout, kMaxAskTimeout)),
       sentinels_(options_.sentinels.begin(), options_.sentinels.end()),
-      clock_(options.clock ? options.clock : ProcessSteadyClock()),
+      clock_(ClockOrSteady(options.clock)),
       subscribe_timer_(io, clock_),
       ping_timer_(io, clock_) {}
 
