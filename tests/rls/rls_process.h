@@ -103,6 +103,7 @@ class RlsProcess {
 
   uint16_t grpc() const { return grpc_; }
   uint16_t json() const { return json_; }
+  uint16_t admin() const { return admin_; }
   std::shared_ptr<grpc::Channel> channel() const { return channel_; }
   envoy::service::ratelimit::v3::RateLimitService::Stub& client() const { return *client_; }
   testing::Process& process() { return *process_; }

@@ -16,6 +16,7 @@
 
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "rls/rls_process.h"
+#include "support/wait_until.h"
 
 namespace sluice::rls {
 namespace {
@@ -155,6 +156,10 @@ TEST_F(RlsServiceTest, DeadlinesAndStoreFailures) {
   // With failure: error, a store that is gone is UNAVAILABLE, for Envoy's failure_mode_deny.
   RlsProcess strict(redis_.port(), ", timeout: 100ms", "  failure: error\n");
   redis_.Kill();
+  // Once the service knows the store is gone: a call written just before it noticed would be
+  // one the lost connection cut off, which may have been applied (DEADLINE_EXCEEDED).
+  ASSERT_TRUE(
+      testing::WaitUntil([&] { return Fetch(strict.admin(), "GET", "/readyz").status == 503; }));
   EXPECT_EQ(strict.Call(Request({{{"client", "a"}}}), &response).error_code(),
             grpc::StatusCode::UNAVAILABLE);
   EXPECT_TRUE(strict.Call(Request({{{"nobody", "a"}}}), &response).ok());  // no store needed
