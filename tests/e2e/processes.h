@@ -42,6 +42,13 @@ inline double MetricValue(const std::string& text, const std::string& series) {
   return -1;
 }
 
+// How many reloads the process listening for admin on `admin_port` has counted with `result`
+// (success, failure), or -1 when /metrics does not say.
+inline double Reloads(uint16_t admin_port, const std::string& result) {
+  return MetricValue(Fetch(admin_port, "GET", "/metrics").body,
+                     "sluice_config_reloads_total{result=\"" + result + "\"}");
+}
+
 inline bool WaitUntil(const std::function<bool()>& condition, milliseconds limit) {
   const auto give_up = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < give_up) {
