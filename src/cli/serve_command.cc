@@ -250,19 +250,12 @@ class Service {
 
   // The configuration file read again, its descriptor files, certificates and password files
   // (read again so that credentials rotate) and the gateway's new state, with nothing yet in
-  // force; or why the reload is refused, naming the first field or file at fault.
+  // force; or why the reload is refused, naming the first field or file at fault. The secrets are
+  // read first, so that every later refusal shows that reading them put nothing in force.
   Result<PreparedReload> PrepareReload() {
     Result<config::Config> next = config::LoadConfig(path_);
     if (!next.ok()) return next.status();
-    if (auto field = config::FirstRestartField(gateway_->Current()->config, *next)) {
-      return Status::FailedPrecondition(std::string(*field) + " needs a restart");
-    }
     PreparedReload prepared;
-    if (next->rls) {
-      auto loaded = rls::LoadMatcher(*next->rls);
-      if (!loaded.ok()) return loaded.status();
-      prepared.descriptors = std::move(loaded).value();
-    }
     if (store_.credentials) {
       auto read = store_.credentials->Read();
       if (!read.ok()) return read.status();
@@ -272,6 +265,14 @@ class Service {
       auto read = quota_store_->ReadPassword();
       if (!read.ok()) return Status::InvalidArgument("quota_store: " + read.status().message());
       prepared.quota_password = std::move(read).value();
+    }
+    if (auto field = config::FirstRestartField(gateway_->Current()->config, *next)) {
+      return Status::FailedPrecondition(std::string(*field) + " needs a restart");
+    }
+    if (next->rls) {
+      auto loaded = rls::LoadMatcher(*next->rls);
+      if (!loaded.ok()) return loaded.status();
+      prepared.descriptors = std::move(loaded).value();
     }
     auto snapshot = gateway_->Prepare(std::move(next).value());
     if (!snapshot.ok()) return snapshot.status();
