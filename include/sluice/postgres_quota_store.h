@@ -80,9 +80,12 @@ class PostgresQuotaStore final : public QuotaStore {
   // operators, never for clients: it names the server.
   std::string LastError() const;
 
-  // Reads the password file again; connections made from now on use it. The old password stays
-  // when the file cannot be read.
-  Status ReloadPassword();
+  // The password as its file holds it now (a reload's first step: it may fail, and changes
+  // nothing).
+  Result<std::string> ReadPassword() const;
+
+  // Puts `password`, from ReadPassword, in force for the connections made from now on.
+  void UsePassword(std::string password);
 
   PostgresQuotaStats Stats() const;
 

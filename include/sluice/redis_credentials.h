@@ -17,7 +17,7 @@ class TlsContext;  // an OpenSSL client context built from TlsOptions (src/store
 
 // The password and TLS context of one store's options, from the options themselves or from the
 // files they name (password_file, the sentinels' password_file, the TLS files). Thread-safe:
-// connections read the credentials in force each time they connect, and Reload swaps them.
+// connections read the credentials in force each time they connect, and Use swaps them.
 // Messages name a file and why it cannot be used, never its content.
 class RedisCredentials {
  public:
@@ -25,9 +25,20 @@ class RedisCredentials {
   static Result<std::shared_ptr<RedisCredentials>> Load(const RedisOptions& options);
   static Result<std::shared_ptr<RedisCredentials>> Load(const ClusterOptions& options);
 
-  // Reads the files again; when every one reads, the new credentials are in force for the
-  // connections made from now on. Otherwise the old ones stay, and the error says why.
-  Status Reload() EXCLUDES(mutex_);
+  // The credentials as the files hold them now. A reload reads them (which may fail, and
+  // changes nothing) apart from putting them in force (which cannot fail), so that it can refuse
+  // a later part of itself with the old credentials still in force.
+  struct Values {
+    std::string password;
+    std::string sentinel_password;
+    std::shared_ptr<const TlsContext> tls;
+  };
+
+  // Reads every file again. Fails, naming the file, when one cannot be read or used.
+  Result<Values> Read() const;
+
+  // Puts `values` in force for the connections made from now on.
+  void Use(Values values) EXCLUDES(mutex_);
 
   // The password for AUTH to the server (empty: no AUTH).
   std::string Password() const EXCLUDES(mutex_);
@@ -46,15 +57,8 @@ class RedisCredentials {
   };
 
  private:
-  struct Values {
-    std::string password;
-    std::string sentinel_password;
-    std::shared_ptr<const TlsContext> tls;
-  };
-
   explicit RedisCredentials(Sources sources) : sources_(std::move(sources)) {}
   static Result<std::shared_ptr<RedisCredentials>> LoadSources(Sources sources);
-  Result<Values> Read() const;
 
   const Sources sources_;
   mutable Mutex mutex_;

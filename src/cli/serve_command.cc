@@ -9,11 +9,13 @@
 #include <boost/asio/signal_set.hpp>
 #include <chrono>
 #include <memory>
+#include <optional>
+#include <string>
 #include <string_view>
-#include <tuple>
 
 #include "bounds_log.h"
 #include "config/config.h"
+#include "config/schema.h"
 #include "descriptor_limit.h"
 #include "http/gateway.h"
 #include "http/server.h"
@@ -36,28 +38,6 @@ http::ServerLimits Limits(const config::Config& c) {
   limits.header_timeout = c.header_timeout;
   limits.max_connections = c.max_connections;
   return limits;
-}
-
-// Whether there is an `rls:` block, where its servers listen and what they were built with:
-// what a reload cannot change.
-std::optional<std::tuple<std::optional<config::Endpoint>, std::optional<config::Endpoint>, size_t,
-                         uint32_t, config::RlsKeepalive>>
-RlsServers(const config::Config& c) {
-  if (!c.rls) return std::nullopt;
-  return std::tuple(c.rls->listen, c.rls->json_listen, c.rls->max_message_bytes,
-                    c.rls->max_concurrent_streams, c.rls->keepalive);
-}
-
-// What the servers, the upstream pools and the store connections were built with is fixed for
-// the life of the process; the rest (rules, tenants, client identity, headers, policies) reloads.
-bool SameFixedParts(const config::Config& a, const config::Config& b) {
-  return a.listen == b.listen && a.check_listen == b.check_listen &&
-         a.admin_listen == b.admin_listen && a.threads == b.threads && a.upstream == b.upstream &&
-         a.store == b.store && a.quota_store == b.quota_store &&
-         a.max_body_bytes == b.max_body_bytes && a.max_header_bytes == b.max_header_bytes &&
-         a.header_timeout == b.header_timeout && a.max_connections == b.max_connections &&
-         a.drain_timeout == b.drain_timeout && a.proxy == b.proxy && a.access_log == b.access_log &&
-         RlsServers(a) == RlsServers(b);
 }
 
 // The running gateway. Members are destroyed before the event loops they use (loops_ first in
@@ -260,52 +240,63 @@ class Service {
     Notify("READY=1");
   }
 
-  // Whether the configuration file was read again and put in force.
-  bool ReloadConfiguration() {
+  // Everything a reload puts in force, read and built before any of it is.
+  struct PreparedReload {
+    std::shared_ptr<const http::Snapshot> snapshot;
+    std::shared_ptr<const rls::DescriptorMatcher> descriptors;  // null without `rls`
+    std::optional<RedisCredentials::Values> credentials;        // none for the memory store
+    std::optional<std::string> quota_password;                  // none without `quota_store`
+  };
+
+  // The configuration file read again, its descriptor files, certificates and password files
+  // (read again so that credentials rotate) and the gateway's new state, with nothing yet in
+  // force; or why the reload is refused, naming the first field or file at fault. The secrets are
+  // read first, so that every later refusal shows that reading them put nothing in force.
+  Result<PreparedReload> PrepareReload() {
     Result<config::Config> next = config::LoadConfig(path_);
-    if (!next.ok()) {
-      spdlog::error("reload refused, the running configuration stays: {}", next.status().message());
-      return false;
-    }
-    if (!SameFixedParts(gateway_->Current()->config, *next)) {
-      spdlog::error(
-          "reload refused: listen addresses, threads, limits, timeouts, the upstream, the store, "
-          "the quota store and the access log need a restart");
-      return false;
-    }
-    std::shared_ptr<const rls::DescriptorMatcher> descriptors;
-    if (next->rls) {
-      auto loaded = rls::LoadMatcher(*next->rls);
-      if (!loaded.ok()) {
-        spdlog::error("reload refused, the running configuration stays: {}",
-                      loaded.status().message());
-        return false;
-      }
-      descriptors = *loaded;
-    }
-    // Certificates and password files are read again, so that credentials rotate: new
-    // connections use them.
+    if (!next.ok()) return next.status();
+    PreparedReload prepared;
     if (store_.credentials) {
-      if (Status s = store_.credentials->Reload(); !s.ok()) {
-        spdlog::error("reload refused, the running configuration and credentials stay: {}",
-                      s.message());
-        return false;
-      }
+      auto read = store_.credentials->Read();
+      if (!read.ok()) return read.status();
+      prepared.credentials = std::move(read).value();
     }
     if (quota_store_) {
-      if (Status s = quota_store_->ReloadPassword(); !s.ok()) {
-        spdlog::error(
-            "reload refused, the running configuration and credentials stay: "
-            "quota_store: {}",
-            s.message());
-        return false;
-      }
+      auto read = quota_store_->ReadPassword();
+      if (!read.ok()) return Status::InvalidArgument("quota_store: " + read.status().message());
+      prepared.quota_password = std::move(read).value();
     }
-    if (Status s = gateway_->Reconfigure(std::move(next).value()); !s.ok()) {
-      spdlog::error("reload refused, the running configuration stays: {}", s.message());
+    if (auto field = config::FirstRestartField(gateway_->Current()->config, *next)) {
+      return Status::FailedPrecondition(std::string(*field) + " needs a restart");
+    }
+    if (next->rls) {
+      auto loaded = rls::LoadMatcher(*next->rls);
+      if (!loaded.ok()) return loaded.status();
+      prepared.descriptors = std::move(loaded).value();
+    }
+    auto snapshot = gateway_->Prepare(std::move(next).value());
+    if (!snapshot.ok()) return snapshot.status();
+    prepared.snapshot = std::move(snapshot).value();
+    return prepared;
+  }
+
+  // Puts every prepared part in force; nothing here can fail, so a reload never half-applies.
+  void CommitReload(PreparedReload prepared) {
+    if (prepared.credentials) store_.credentials->Use(std::move(*prepared.credentials));
+    if (prepared.quota_password) quota_store_->UsePassword(std::move(*prepared.quota_password));
+    gateway_->Commit(std::move(prepared.snapshot));
+    if (rls_) rls_->Reconfigure(std::move(prepared.descriptors), gateway_->Current()->config);
+  }
+
+  // Whether the configuration file was read again and put in force, all of it; a refusal leaves
+  // the configuration and the credentials in force as they were.
+  bool ReloadConfiguration() {
+    Result<PreparedReload> prepared = PrepareReload();
+    if (!prepared.ok()) {
+      spdlog::error("reload refused: {}", prepared.status().message());
       return false;
     }
-    if (rls_) rls_->Reconfigure(std::move(descriptors), gateway_->Current()->config);
+    CommitReload(std::move(prepared).value());
     spdlog::info("reloaded {}", path_);
     return true;
   }

@@ -10,14 +10,14 @@
 #include <thread>
 
 #include "config/quota_store_config.h"
+#include "config/schema.h"
 #include "config/yaml_field.h"
 
 namespace sluice::config {
 namespace {
 
 UpstreamConfig ParseUpstream(const YamlField& f) {
-  f.ExpectMap(
-      {"address", "pool", "connect_timeout", "timeout", "idle_timeout", "max_response_bytes"});
+  f.ExpectMap(KeysOf("upstream"));
   UpstreamConfig upstream;
   if (!f.Has("address")) f.Fail("needs an address (host:port)");
   upstream.address = f["address"].Require(ParseEndpoint(f["address"].String()));
@@ -36,7 +36,7 @@ UpstreamConfig ParseUpstream(const YamlField& f) {
 }
 
 ClientConfig ParseClient(const YamlField& f) {
-  f.ExpectMap({"trusted_proxies", "forwarding_header", "api_key_header", "tenant_header"});
+  f.ExpectMap(KeysOf("client"));
   ClientConfig client;
   if (f.Has("forwarding_header")) {
     client.forwarding_header =
@@ -63,7 +63,7 @@ HeaderStyles ParseHeaders(const YamlField& f) {
 }
 
 DebugTopConfig ParseDebugTop(const YamlField& f) {
-  f.ExpectMap({"size", "reveal_keys"});
+  f.ExpectMap(KeysOf("debug_top"));
   DebugTopConfig top;
   if (f.Has("size")) top.size = static_cast<size_t>(f["size"].Integer(0, 1000));
   if (f.Has("reveal_keys")) top.reveal_keys = f["reveal_keys"].Bool();
@@ -71,7 +71,7 @@ DebugTopConfig ParseDebugTop(const YamlField& f) {
 }
 
 AccessLogConfig ParseAccessLog(const YamlField& f) {
-  f.ExpectMap({"path", "format", "buffer_lines"});
+  f.ExpectMap(KeysOf("access_log"));
   AccessLogConfig log;
   if (!f.Has("path")) f.Fail("needs a path");
   log.path = f["path"].String();
@@ -148,15 +148,7 @@ void ParseDeciding(const YamlField& root, Config& config) {
 }
 
 Config Parse(const YamlField& root, const std::string& source) {
-  root.ExpectMap({"listen",           "check_listen",     "admin_listen",
-                  "threads",          "upstream",         "store",
-                  "failure",          "policy",           "headers",
-                  "client",           "tenants",          "rules",
-                  "key_prefix",       "hash_tag_values",  "max_body_bytes",
-                  "max_header_bytes", "header_timeout",   "drain_timeout",
-                  "max_connections",  "over_limit_cache", "rls",
-                  "debug_top",        "near_limit_ratio", "access_log",
-                  "quota_store"});
+  root.ExpectMap(KeysOf(""));
   Config config;
   config.source = source;
   config.threads = root.Has("threads") ? static_cast<unsigned>(root["threads"].Integer(1, 256))

@@ -6,6 +6,7 @@
 
 #include "config/config.h"
 #include "config/network.h"
+#include "config/schema.h"
 
 namespace sluice::config {
 namespace {
@@ -93,9 +94,7 @@ size_t ParseOverLimitCacheKeys(const YamlField& cache) {
 }
 
 RlsConfig ParseRls(const YamlField& f, const std::string& source, FailurePolicy failure) {
-  f.ExpectMap({"listen", "json_listen", "config", "failure", "response_headers", "policy",
-               "over_limit_cache", "quota_mode", "near_limit_ratio", "max_message_bytes",
-               "max_concurrent_streams", "max_calls_in_flight", "keepalive"});
+  f.ExpectMap(KeysOf("rls"));
   RlsConfig rls;
   rls.failure = failure == FailurePolicy::kOpen ? RlsFailure::kOpen : RlsFailure::kClosed;
   ParseRlsServing(f, source, rls);

@@ -37,6 +37,15 @@ class Gateway {
     return core_.config().Reconfigure(std::move(config));
   }
 
+  // Reconfigure in two steps, for a reload that puts several parts in force together: the
+  // snapshot of `config` (which may fail and changes nothing), then that snapshot in force.
+  Result<std::shared_ptr<const Snapshot>> Prepare(config::Config config) {
+    return core_.config().Prepare(std::move(config));
+  }
+  void Commit(std::shared_ptr<const Snapshot> snapshot) {
+    core_.config().Commit(std::move(snapshot));
+  }
+
   // The snapshot in force; null before the first Reconfigure.
   std::shared_ptr<const Snapshot> Current() const { return core_.config().Current(); }
 

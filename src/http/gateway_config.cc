@@ -16,7 +16,7 @@ GatewayConfig::GatewayConfig(std::vector<std::shared_ptr<Store>> stores,
   assert(!stores_.empty() && "a limiter is made for each event loop's store");
 }
 
-Result<std::shared_ptr<const Snapshot>> GatewayConfig::Build(config::Config config) {
+Result<std::shared_ptr<const Snapshot>> GatewayConfig::Prepare(config::Config config) {
   std::vector<std::unique_ptr<Limiter>> limiters;
   LimiterOptions options = config::LimiterOptionsOf(config);  // one cache for all loops
   options.quota_store = quota_store_;
@@ -39,7 +39,6 @@ Result<std::shared_ptr<const Snapshot>> GatewayConfig::Build(config::Config conf
   }
   std::vector<RuleCounters*> counters;
   std::vector<RejectedValues*> rejected_values;
-  top_rejected_.Resize(config.debug_top.size);
   for (const Rule& rule : limiters.front()->rules()) {
     counters.push_back(metrics_.ForRule(rule.name));
     rejected_values.push_back(top_rejected_.ForRule(rule.name));
@@ -53,12 +52,17 @@ Result<std::shared_ptr<const Snapshot>> GatewayConfig::Build(config::Config conf
 }
 
 Status GatewayConfig::Reconfigure(config::Config config) {
-  Result<std::shared_ptr<const Snapshot>> snapshot = Build(std::move(config));
+  Result<std::shared_ptr<const Snapshot>> snapshot = Prepare(std::move(config));
   if (!snapshot.ok()) return snapshot.status();
+  Commit(std::move(snapshot).value());
+  return {};
+}
+
+void GatewayConfig::Commit(std::shared_ptr<const Snapshot> snapshot) {
+  top_rejected_.Resize(snapshot->config.debug_top.size);
   std::shared_ptr<const Snapshot> old;  // goes after the lock, with the last check using it
   MutexLock lock(&mutex_);
-  old = std::exchange(current_, std::move(snapshot).value());
-  return {};
+  old = std::exchange(current_, std::move(snapshot));
 }
 
 std::shared_ptr<const Snapshot> GatewayConfig::Current() const {

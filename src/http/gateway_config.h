@@ -50,6 +50,13 @@ class GatewayConfig {
   // stays.
   Status Reconfigure(config::Config config) EXCLUDES(mutex_);
 
+  // The snapshot of `config`, or why it cannot be built; nothing in force changes, so that a
+  // reload can prepare it beside its other parts and refuse them all together.
+  Result<std::shared_ptr<const Snapshot>> Prepare(config::Config config);
+
+  // Puts `snapshot`, from Prepare, in force.
+  void Commit(std::shared_ptr<const Snapshot> snapshot) EXCLUDES(mutex_);
+
   // The snapshot in force; null before the first Reconfigure.
   std::shared_ptr<const Snapshot> Current() const EXCLUDES(mutex_);
 
@@ -57,9 +64,6 @@ class GatewayConfig {
   const std::shared_ptr<QuotaStore>& quota_store() const { return quota_store_; }
 
  private:
-  // The snapshot of `config`, or why it cannot be built.
-  Result<std::shared_ptr<const Snapshot>> Build(config::Config config);
-
   const std::vector<std::shared_ptr<Store>> stores_;
   const std::shared_ptr<QuotaStore> quota_store_;
   Metrics& metrics_;

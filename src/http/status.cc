@@ -153,6 +153,15 @@ json RlsJson(const config::RlsConfig& rls) {
               {"failure", rls.failure == config::RlsFailure::kOpen     ? "open"
                           : rls.failure == config::RlsFailure::kClosed ? "closed"
                                                                        : "error"}};
+  out["near_limit_ratio"] = rls.near_limit_ratio;
+  out["max_calls_in_flight"] = rls.max_calls_in_flight;
+  if (rls.over_limit_cache_keys > 0)
+    out["over_limit_cache"] = {{"max_keys", rls.over_limit_cache_keys}};
+  if (rls.response_headers) {
+    out["response_headers"] = {{"limit", rls.response_headers->limit},
+                               {"remaining", rls.response_headers->remaining},
+                               {"reset", rls.response_headers->reset}};
+  }
   if (rls.listen) out["listen"] = rls.listen->ToString();
   if (rls.json_listen) out["json_listen"] = rls.json_listen->ToString();
   return out;
@@ -170,6 +179,9 @@ json ConfigDoc(const config::Config& c) {
   out["failure"] = c.failure == FailurePolicy::kOpen ? "open" : "closed";
   out["policy"] = PolicyName(c.policy);
   out["key_prefix"] = c.key_prefix;
+  out["hash_tag_values"] = c.hash_tag_values;
+  out["near_limit_ratio"] = c.near_limit_ratio;
+  out["headers"] = {{"ietf", c.headers.ietf}, {"x-ratelimit", c.headers.x_ratelimit}};
   out["client"] = {
       {"api_key_header", c.client.api_key_header},
       {"tenant_header", c.client.tenant_header},

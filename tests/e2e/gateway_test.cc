@@ -25,6 +25,7 @@ namespace {
 using e2e::CheckConfig;
 using e2e::GatewayProcess;
 using e2e::Healthy;
+using e2e::Reloads;
 using e2e::Upstream;
 using e2e::WaitUntil;
 using std::chrono::milliseconds;
@@ -339,7 +340,10 @@ TEST(GatewayE2eTest, SighupReloadsAGoodFileAndKeepsTheOldOneOnABadFile) {
   gateway.Write(upstream.port(),
                 "rules:\n  - {name: per-key, key: key, capacity: 0, period: 1h}\n");
   gateway.process().Signal(SIGHUP);
-  std::this_thread::sleep_for(milliseconds(200));
+  // The refusal is counted before the old configuration is asserted, so that a reload that never
+  // ran cannot pass for one refused.
+  ASSERT_TRUE(
+      WaitUntil([&] { return Reloads(gateway.admin(), "failure") == 1; }, milliseconds(5000)));
   EXPECT_TRUE(Healthy(gateway.admin()));
   // The old limit of 5 is still in force.
   for (int i = 0; i < 5; ++i) EXPECT_EQ(gateway.Get("/", {{"X-Api-Key", "b"}}).status, 200);
@@ -349,7 +353,10 @@ TEST(GatewayE2eTest, SighupReloadsAGoodFileAndKeepsTheOldOneOnABadFile) {
                 "max_body_bytes: 100\n"
                 "rules:\n  - {name: per-key, key: key, capacity: 7, period: 1h}\n");
   gateway.process().Signal(SIGHUP);
-  std::this_thread::sleep_for(milliseconds(200));
+  ASSERT_TRUE(
+      WaitUntil([&] { return Reloads(gateway.admin(), "failure") == 2; }, milliseconds(5000)));
+  EXPECT_NE(gateway.Log().find("reload refused: max_body_bytes needs a restart"),
+            std::string::npos);
   EXPECT_EQ(gateway.Get("/", {{"X-Api-Key", "d"}}).Header("x-ratelimit-limit"), "5");
 }
 

@@ -44,6 +44,13 @@ inline double MetricValue(const std::string& text, const std::string& series) {
   return -1;
 }
 
+// How many reloads the process listening for admin on `admin_port` has counted with `result`
+// (success, failure), or -1 when /metrics does not say.
+inline double Reloads(uint16_t admin_port, const std::string& result) {
+  return MetricValue(Fetch(admin_port, "GET", "/metrics").body,
+                     "sluice_config_reloads_total{result=\"" + result + "\"}");
+}
+
 // What `sluice check-config` prints for the file at `path`.
 inline std::string CheckConfig(const std::string& path) {
   const std::string log = path + ".check-config.log";

@@ -53,7 +53,9 @@ std::vector<std::string> Answers(const GatewayProcess& gateway, uint16_t rls_jso
 class GatewayOn {
  public:
   GatewayOn(const std::string& store, const std::string& rls_failure = "error")
-      : descriptors_(std::filesystem::temp_directory_path() /
+      : store_(store),
+        rls_failure_(rls_failure),
+        descriptors_(std::filesystem::temp_directory_path() /
                      ("sluice-secrets-" + std::to_string(testing::FreePort()))),
         rls_json_(testing::FreePort()),
         gateway_(upstream_.port(), Body(store, rls_failure)) {}
@@ -61,6 +63,11 @@ class GatewayOn {
 
   GatewayProcess& gateway() { return gateway_; }
   uint16_t rls_json() const { return rls_json_; }
+
+  // Rewrites the configuration file (for SIGHUP) with `extra` after the rest.
+  void Rewrite(const std::string& extra) {
+    gateway_.Write(upstream_.port(), Body(store_, rls_failure_) + extra);
+  }
   std::vector<std::string> Answers() const { return sluice::Answers(gateway_, rls_json_); }
 
  private:
@@ -76,6 +83,8 @@ class GatewayOn {
            "/], failure: " + rls_failure + "}\n";
   }
 
+  std::string store_;
+  std::string rls_failure_;
   std::filesystem::path descriptors_;
   uint16_t rls_json_;
   Upstream upstream_;
@@ -137,13 +146,24 @@ bool Checked(const GatewayProcess& gateway) {
              .status == 200;
 }
 
-TEST(StoreSecretsE2eTest, APasswordFileRotatesAtSighup) {
-  RedisServer redis({"--requirepass", "first-password"});
+// A password file for `redis`, holding `password`.
+std::string PasswordFile(const RedisServer& redis, const std::string& password) {
   const std::string file =
       std::filesystem::temp_directory_path() / ("sluice-password-" + std::to_string(redis.port()));
-  std::ofstream(file) << "first-password\n";
-  GatewayOn on("store: {type: redis, url: 'redis://127.0.0.1:" + std::to_string(redis.port()) +
-               "', password_file: " + file + ", timeout: 200ms}\n");
+  std::ofstream(file) << password << "\n";
+  return file;
+}
+
+// The `store` of a gateway on `redis` that reads its password from `file`.
+std::string StoreWithPasswordFile(const RedisServer& redis, const std::string& file) {
+  return "store: {type: redis, url: 'redis://127.0.0.1:" + std::to_string(redis.port()) +
+         "', password_file: " + file + ", timeout: 200ms}\n";
+}
+
+TEST(StoreSecretsE2eTest, APasswordFileRotatesAtSighup) {
+  RedisServer redis({"--requirepass", "first-password"});
+  const std::string file = PasswordFile(redis, "first-password");
+  GatewayOn on(StoreWithPasswordFile(redis, file));
   ASSERT_TRUE(WaitUntil([&] { return Checked(on.gateway()); }, milliseconds(3000)));
   auto client = redis.Client();
   client->Command({"AUTH", "first-password"});
@@ -164,6 +184,46 @@ TEST(StoreSecretsE2eTest, APasswordFileRotatesAtSighup) {
   const std::string log = on.gateway().Log();
   ExpectNowhere({log}, "first-password");
   ExpectNowhere({log}, "second-password");
+}
+
+// Whether a check of a key never checked before was answered from the store.
+bool FreshKeyChecked(const GatewayProcess& gateway) {
+  static int keys = 0;
+  const std::string body = R"({"attributes": {"key": "fresh-)" + std::to_string(++keys) + "\"}}";
+  return Fetch(gateway.check(), "POST", "/v1/check", {}, body).status == 200;
+}
+
+// Kills the gateway's connections through `admin` (a client of the server, authenticated), and
+// waits until a new connection answers a check: whether one that authenticates was made.
+bool ReconnectedAndChecked(testing::RedisClient& admin, const GatewayProcess& gateway) {
+  admin.Command({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+  return WaitUntil([&] { return FreshKeyChecked(gateway); }, milliseconds(5000));
+}
+
+TEST(StoreSecretsE2eTest, ARefusedReloadKeepsTheOldPasswordForNewConnections) {
+  RedisServer redis({"--requirepass", "old-password"});
+  const std::string file = PasswordFile(redis, "old-password");
+  GatewayOn on(StoreWithPasswordFile(redis, file));
+  ASSERT_TRUE(WaitUntil([&] { return FreshKeyChecked(on.gateway()); }, milliseconds(3000)));
+  auto client = redis.Client();
+  client->Command({"AUTH", "old-password"});
+  // The password file changes, but the same reload changes a field that needs a restart.
+  std::ofstream(file) << "new-password\n";
+  on.Rewrite("max_body_bytes: 100\n");
+  on.gateway().process().Signal(SIGHUP);
+  ASSERT_TRUE(WaitUntil([&] { return e2e::Reloads(on.gateway().admin(), "failure") == 1; },
+                        milliseconds(5000)));
+  EXPECT_NE(on.gateway().Log().find("reload refused: max_body_bytes needs a restart"),
+            std::string::npos);
+  // The server accepts only the old password: new connections that check use it.
+  EXPECT_TRUE(ReconnectedAndChecked(*client, on.gateway()));
+  // A valid reload puts the new password in force, which is then the only one the server takes.
+  client->Command({"CONFIG", "SET", "requirepass", "new-password"});
+  on.Rewrite("");
+  on.gateway().process().Signal(SIGHUP);
+  ASSERT_TRUE(WaitUntil([&] { return e2e::Reloads(on.gateway().admin(), "success") == 1; },
+                        milliseconds(5000)));
+  EXPECT_TRUE(ReconnectedAndChecked(*client, on.gateway()));
 }
 
 TEST(StoreSecretsE2eTest, ACertificateThatFailsVerificationIsNotReadyAndLogged) {

@@ -21,6 +21,7 @@
 namespace sluice::rls {
 namespace {
 
+using e2e::MetricValue;
 using e2e::WaitUntil;
 using envoy::service::ratelimit::v3::RateLimitRequest;
 using envoy::service::ratelimit::v3::RateLimitResponse;
@@ -193,7 +194,13 @@ TEST_F(RlsServiceTest, HealthReloadAndDrain) {
   // A bad file is refused and the running descriptors stay.
   rls.WriteDescriptors("domain: edge\nbad: field\n");
   rls.process().Signal(SIGHUP);
-  std::this_thread::sleep_for(milliseconds(200));
+  // The refusal is counted before the old descriptors are asserted, so that a reload that never
+  // ran cannot pass for one refused.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return MetricValue(rls.Metrics(), R"(sluice_config_reloads_total{result="failure"})") == 1;
+      },
+      milliseconds(5000)));
   EXPECT_EQ(rls.Ok(Request({{{"client", "r3"}}})).statuses(0).current_limit().requests_per_unit(),
             7U);
 

@@ -1,5 +1,7 @@
 #include "sluice/postgres_quota_store.h"
 
+#include <utility>
+
 #include "quota_pool.h"
 
 namespace sluice {
@@ -37,7 +39,13 @@ bool PostgresQuotaStore::refused() const { return pool_->Refused(); }
 
 std::string PostgresQuotaStore::LastError() const { return pool_->LastError(); }
 
-Status PostgresQuotaStore::ReloadPassword() { return pool_->ReloadPassword(); }
+Result<std::string> PostgresQuotaStore::ReadPassword() const {
+  return PostgresPassword(pool_->options());
+}
+
+void PostgresQuotaStore::UsePassword(std::string password) {
+  pool_->SetPassword(std::move(password));
+}
 
 PostgresQuotaStats PostgresQuotaStore::Stats() const { return pool_->Stats(); }
 

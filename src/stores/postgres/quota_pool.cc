@@ -409,12 +409,9 @@ bool QuotaPool::Refused() const {
   return refused_;
 }
 
-Status QuotaPool::ReloadPassword() {
-  Result<std::string> password = PostgresPassword(options_);
-  if (!password.ok()) return password.status();
+void QuotaPool::SetPassword(std::string password) {
   MutexLock lock(&mutex_);
-  password_ = *password;
-  return {};
+  password_ = std::move(password);
 }
 
 PostgresQuotaStats QuotaPool::Stats() const {

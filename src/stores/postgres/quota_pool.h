@@ -42,7 +42,8 @@ class QuotaPool : public std::enable_shared_from_this<QuotaPool> {
   Status WaitReady(std::chrono::milliseconds timeout) const EXCLUDES(mutex_);
   std::string LastError() const EXCLUDES(mutex_);
   bool Refused() const EXCLUDES(mutex_);
-  Status ReloadPassword() EXCLUDES(mutex_);
+  // The password for the connections made from now on.
+  void SetPassword(std::string password) EXCLUDES(mutex_);
   PostgresQuotaStats Stats() const;
   LatencyCounts RoundTrips() const { return round_trips_.Counts(); }
   const PostgresOptions& options() const { return options_; }

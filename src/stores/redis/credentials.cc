@@ -2,6 +2,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "password_file.h"
 #include "sluice/cluster_store.h"
@@ -36,7 +37,9 @@ Result<std::shared_ptr<RedisCredentials>> RedisCredentials::Load(const ClusterOp
 
 Result<std::shared_ptr<RedisCredentials>> RedisCredentials::LoadSources(Sources sources) {
   std::shared_ptr<RedisCredentials> credentials(new RedisCredentials(std::move(sources)));
-  if (Status s = credentials->Reload(); !s.ok()) return s;
+  Result<Values> values = credentials->Read();
+  if (!values.ok()) return values.status();
+  credentials->Use(std::move(values).value());
   return credentials;
 }
 
@@ -57,12 +60,9 @@ Result<RedisCredentials::Values> RedisCredentials::Read() const {
   return values;
 }
 
-Status RedisCredentials::Reload() {
-  Result<Values> values = Read();
-  if (!values.ok()) return values.status();
+void RedisCredentials::Use(Values values) {
   MutexLock lock(&mutex_);
-  values_ = std::move(values).value();
-  return {};
+  values_ = std::move(values);
 }
 
 std::string RedisCredentials::Password() const {

@@ -1,0 +1,41 @@
+// The configuration's schema: every field of `sluice serve`'s file declared once, with whether a
+// reload (SIGHUP) puts a change of it in force or it needs a restart. The parsers take the keys
+// each mapping accepts from it, and a reload refuses by it, naming the first field at fault.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "config/config.h"
+
+namespace sluice::config {
+
+// What a reload does with a changed field.
+enum class OnReload {
+  kReloads,  // the new value is in force once the reload succeeds
+  kRestart,  // the servers, pools or stores were built with it: the reload is refused
+};
+
+// One field: a key of the file, or a section whose keys are all alike in this respect (`store`,
+// `quota_store`, `rules`), so that their own parsers keep their keys.
+struct SchemaField {
+  std::string_view path;  // the dotted YAML path: "upstream.pool"
+  OnReload on_reload;
+  // Whether `a` and `b` hold the same value of this field (its section's presence included).
+  bool (*same)(const Config& a, const Config& b);
+};
+
+// Every field, in the order the documentation lists them.
+std::span<const SchemaField> Schema();
+
+// The keys the mapping at `section` accepts ("" for the top of the file, "upstream", "rls"): the
+// first step of the paths below it, in the schema's order.
+std::vector<std::string_view> KeysOf(std::string_view section);
+
+// The path of the first field needing a restart whose value differs between the configuration in
+// force and `next`; nothing when `next` can be put in force by a reload.
+std::optional<std::string_view> FirstRestartField(const Config& running, const Config& next);
+
+}  // namespace sluice::config

@@ -1,0 +1,250 @@
+// Every field of the configuration's schema (src/config/schema.h), changed in a running
+// `sluice serve`'s file and reloaded by SIGHUP: a field that reloads shows its new value in
+// /status.json's configuration, one that needs a restart is refused by name. The fields come from
+// the schema itself, so that a field added without a changed value here fails the test, and a
+// field a reload silently ignores cannot exist.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "config/schema.h"
+#include "e2e/processes.h"
+
+namespace sluice::e2e {
+namespace {
+
+using config::OnReload;
+using config::Schema;
+using config::SchemaField;
+
+// One process whose file is the base below with at most one field changed.
+class SchemaWalk {
+ public:
+  SchemaWalk() : dir_(std::filesystem::temp_directory_path() / ("sluice-schema-" + Port())) {
+    std::filesystem::create_directories(dir_ / "descriptors");
+    std::ofstream(dir_ / "descriptors" / "edge.yaml")
+        << "domain: edge\ndescriptors:\n  - key: client\n    rate_limit: {unit: hour, "
+           "requests_per_unit: 3}\n";
+    StartOnFreePorts(
+        [this]() -> Process& {
+          base_ = Base();
+          Write("", "");
+          process_ = std::make_unique<Process>(
+              std::vector<std::string>{SLUICE_BINARY, "serve", "--config", Path()}, LogPath());
+          return *process_;
+        },
+        [this] { return Healthy(admin_); });
+    changes_ = Changes();
+  }
+  ~SchemaWalk() {
+    process_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  SchemaWalk(const SchemaWalk&) = delete;
+  SchemaWalk& operator=(const SchemaWalk&) = delete;
+
+  // The file with `path` set to `value` (empty: the base as it is).
+  void Write(std::string_view path, const std::string& value) const {
+    std::ofstream file(Path());
+    std::string section;
+    for (const SchemaField& field : Schema()) {
+      auto it = base_.find(field.path);
+      const std::string v = field.path == path ? value : it == base_.end() ? "" : it->second;
+      if (v.empty()) continue;
+      const std::string_view name = field.path;
+      const size_t dot = name.find('.');
+      if (dot == std::string_view::npos) {
+        file << name << ": " << v << "\n";
+        continue;
+      }
+      if (name.substr(0, dot) != section) {
+        section = name.substr(0, dot);
+        file << section << ":\n";
+      }
+      file << "  " << name.substr(dot + 1) << ": " << v << "\n";
+    }
+  }
+
+  // A changed, valid value of `path`; empty when the test has none (a field added to the schema
+  // without one here).
+  std::string Change(std::string_view path) const {
+    auto it = changes_.find(path);
+    return it == changes_.end() ? "" : it->second;
+  }
+
+  // /status.json's configuration.
+  nlohmann::json Configuration() const {
+    return nlohmann::json::parse(Fetch(admin_, "GET", "/status.json").body)["config"];
+  }
+
+  double Reloads(const std::string& result) const { return e2e::Reloads(admin_, result); }
+
+  std::string Log() const {
+    std::ifstream in(LogPath());
+    return {std::istreambuf_iterator<char>(in), {}};
+  }
+
+  const Process& process() const { return *process_; }
+
+ private:
+  static std::string Port() { return std::to_string(FreePort()); }
+  std::string Path() const { return (dir_ / "sluice.yaml").string(); }
+  std::string LogPath() const { return (dir_ / "sluice.log").string(); }
+  std::string Dir() const { return dir_.string(); }
+
+  // Every field's value in the base; an empty one is absent from the file.
+  std::map<std::string_view, std::string, std::less<>> Base() {
+    admin_ = FreePort();
+    return {
+        {"listen", "127.0.0.1:" + Port()},
+        {"check_listen", "127.0.0.1:" + Port()},
+        {"admin_listen", "127.0.0.1:" + std::to_string(admin_)},
+        {"threads", "2"},
+        {"upstream.address", "127.0.0.1:" + Port()},
+        {"upstream.pool", "8"},
+        {"upstream.connect_timeout", "1s"},
+        {"upstream.timeout", "1s"},
+        {"upstream.idle_timeout", "60s"},
+        {"upstream.max_response_bytes", "100000"},
+        {"store", "{type: memory}"},
+        {"quota_store", ""},
+        {"failure", "open"},
+        {"policy", "charge-all"},
+        {"headers", "[ietf, x-ratelimit]"},
+        {"client.trusted_proxies", "[]"},
+        {"client.forwarding_header", "x-forwarded-for"},
+        {"client.api_key_header", "X-Api-Key"},
+        {"client.tenant_header", "\"\""},
+        {"tenants", "{}"},
+        {"rules", "[{name: per-key, key: key, capacity: 5, period: 1h}]"},
+        {"key_prefix", "\"rl:\""},
+        {"hash_tag_values", "false"},
+        {"over_limit_cache", "{max_keys: 100}"},
+        {"near_limit_ratio", "0.8"},
+        {"max_body_bytes", "100000"},
+        {"max_header_bytes", "16384"},
+        {"header_timeout", "10s"},
+        {"drain_timeout", "1s"},
+        {"max_connections", "100"},
+        {"access_log.path", Dir() + "/access.log"},
+        {"access_log.format", "json"},
+        {"access_log.buffer_lines", "1000"},
+        {"debug_top.size", "20"},
+        {"debug_top.reveal_keys", "false"},
+        {"rls.listen", ""},
+        {"rls.json_listen", "127.0.0.1:" + Port()},
+        {"rls.config", "[" + Dir() + "/descriptors/]"},
+        {"rls.failure", "open"},
+        {"rls.response_headers", "{}"},
+        {"rls.policy", "charge-all"},
+        {"rls.over_limit_cache", "{max_keys: 100}"},
+        {"rls.quota_mode", "false"},
+        {"rls.near_limit_ratio", "0.8"},
+        {"rls.max_message_bytes", "1048576"},
+        {"rls.max_concurrent_streams", "100"},
+        {"rls.max_calls_in_flight", "1000"},
+        {"rls.keepalive", "{time: 60s}"},
+    };
+  }
+
+  // A value of each field other than the base's, valid beside the rest of the base.
+  std::map<std::string_view, std::string, std::less<>> Changes() const {
+    return {
+        {"listen", "127.0.0.1:" + Port()},
+        {"check_listen", "127.0.0.1:" + Port()},
+        {"admin_listen", "127.0.0.1:" + Port()},
+        {"threads", "3"},
+        {"upstream.address", "127.0.0.1:" + Port()},
+        {"upstream.pool", "9"},
+        {"upstream.connect_timeout", "2s"},
+        {"upstream.timeout", "2s"},
+        {"upstream.idle_timeout", "30s"},
+        {"upstream.max_response_bytes", "200000"},
+        {"store", "{type: memory, max_buckets: 1000}"},
+        {"quota_store", "{type: postgres, url: \"postgresql://sluice@127.0.0.1:1/sluice\"}"},
+        {"failure", "closed"},
+        {"policy", "refund"},
+        {"headers", "[ietf]"},
+        {"client.trusted_proxies", "[10.0.0.0/8]"},
+        {"client.forwarding_header", "forwarded"},
+        {"client.api_key_header", "X-Key"},
+        {"client.tenant_header", "X-Tenant"},
+        {"tenants", "{k1: acme}"},
+        {"rules", "[{name: per-key, key: key, capacity: 9, period: 1h}]"},
+        {"key_prefix", "\"rl2:\""},
+        {"hash_tag_values", "true"},
+        {"over_limit_cache", "{max_keys: 200}"},
+        {"near_limit_ratio", "0.5"},
+        {"max_body_bytes", "200000"},
+        {"max_header_bytes", "32768"},
+        {"header_timeout", "5s"},
+        {"drain_timeout", "2s"},
+        {"max_connections", "200"},
+        {"access_log.path", Dir() + "/other.log"},
+        {"access_log.format", "text"},
+        {"access_log.buffer_lines", "2000"},
+        {"debug_top.size", "10"},
+        {"debug_top.reveal_keys", "true"},
+        {"rls.listen", "127.0.0.1:" + Port()},
+        {"rls.json_listen", "127.0.0.1:" + Port()},
+        {"rls.config", "[" + Dir() + "/descriptors/edge.yaml]"},
+        {"rls.failure", "closed"},
+        {"rls.response_headers", "{limit: X-Limit}"},
+        {"rls.policy", "refund"},
+        {"rls.over_limit_cache", "{max_keys: 200}"},
+        {"rls.quota_mode", "true"},
+        {"rls.near_limit_ratio", "0.5"},
+        {"rls.max_message_bytes", "2097152"},
+        {"rls.max_concurrent_streams", "200"},
+        {"rls.max_calls_in_flight", "2000"},
+        {"rls.keepalive", "{time: 2m}"},
+    };
+  }
+
+  std::filesystem::path dir_;
+  uint16_t admin_ = 0;
+  std::map<std::string_view, std::string, std::less<>> base_;
+  std::map<std::string_view, std::string, std::less<>> changes_;
+  std::unique_ptr<Process> process_;
+};
+
+TEST(ReloadSchemaTest, EveryFieldReloadsOrIsRefusedByName) {
+  SchemaWalk walk;
+  const nlohmann::json base = walk.Configuration();
+  double successes = walk.Reloads("success");
+  double failures = walk.Reloads("failure");
+  for (const SchemaField& field : Schema()) {
+    SCOPED_TRACE(std::string(field.path));
+    const std::string change = walk.Change(field.path);
+    if (change.empty()) {
+      ADD_FAILURE() << field.path << " has no changed value in this test: give it one";
+      continue;
+    }
+    walk.Write(field.path, change);
+    walk.process().Signal(SIGHUP);
+    // Whichever way the reload went, it was counted: only then are its effects asserted.
+    ASSERT_TRUE(WaitUntil(
+        [&] { return walk.Reloads("success") + walk.Reloads("failure") > successes + failures; },
+        milliseconds(5000)));
+    if (field.on_reload == OnReload::kRestart) {
+      EXPECT_EQ(walk.Reloads("failure"), failures + 1);
+      EXPECT_NE(walk.Log().find("reload refused: " + std::string(field.path) + " needs a restart"),
+                std::string::npos);
+    } else {
+      EXPECT_EQ(walk.Reloads("success"), successes + 1) << walk.Log();
+      EXPECT_NE(walk.Configuration(), base);
+    }
+    successes = walk.Reloads("success");
+    failures = walk.Reloads("failure");
+  }
+}
+
+}  // namespace
+}  // namespace sluice::e2e
