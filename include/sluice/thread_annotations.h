@@ -1,5 +1,5 @@
 // Clang's thread-safety attributes, which let the compiler prove that a member guarded by a
-// mutex is touched only with that mutex held (-Wthread-safety: the clang build of scripts/test).
+// mutex is touched only with that mutex held (-Wthread-safety: scripts/thread-safety, in CI).
 // Other compilers see nothing. The names are those of LevelDB's port/thread_annotations.h, and
 // like those, each is defined only when nothing defined it first.
 #pragma once

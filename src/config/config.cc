@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <optional>
 #include <sstream>
 #include <system_error>
 #include <thread>
@@ -147,6 +148,27 @@ void ParseDeciding(const YamlField& root, Config& config) {
   }
 }
 
+// The node at the dotted `path` below `node`, or nothing when a step is absent. (Recursive:
+// assigning to a YAML::Node would overwrite the node it refers to.)
+std::optional<YAML::Node> NodeAt(const YAML::Node& node, std::string_view path) {
+  const size_t dot = path.find('.');
+  const std::string step(path.substr(0, dot));
+  if (!node.IsMap() || !node[step]) return std::nullopt;
+  const YAML::Node next = node[step];
+  if (dot == std::string_view::npos) return next;
+  return NodeAt(next, path.substr(dot + 1));
+}
+
+// The text of each field a reload compares by text, as the file has it.
+void RecordFieldTexts(const YamlField& root, Config& config) {
+  for (const SchemaField& field : Schema()) {
+    if (!ComparedByText(field)) continue;
+    if (std::optional<YAML::Node> node = NodeAt(root.node(), field.path)) {
+      config.field_texts.emplace(field.path, YAML::Dump(*node));
+    }
+  }
+}
+
 Config Parse(const YamlField& root, const std::string& source) {
   root.ExpectMap(KeysOf(""));
   Config config;
@@ -161,6 +183,7 @@ Config Parse(const YamlField& root, const std::string& source) {
   if (root.Has("rls")) config.rls = ParseRls(root["rls"], source, config.failure);
   if (root.Has("debug_top")) config.debug_top = ParseDebugTop(root["debug_top"]);
   if (root.Has("quota_store")) config.quota_store = ParseQuotaStore(root["quota_store"]);
+  RecordFieldTexts(root, config);
   if (root.Has("rules")) {
     config.rules = ParseRules(root["rules"]);
     ValidateReplicaWaits(config.rules, config.store, root["rules"]);

@@ -96,6 +96,9 @@ struct Config {
   std::vector<Rule> rules;
   std::optional<RlsConfig> rls;  // Envoy's rate limit service API, when configured
   DebugTopConfig debug_top;
+  // The YAML text of each field compared by text on reload (schema.h's ComparedByText), by its
+  // path: "store.url" -> "redis://...". Held for comparison alone: never shown or logged.
+  std::map<std::string, std::string, std::less<>> field_texts;
 };
 
 // The names the configuration and the command line give each choice: "charge-all",

@@ -1,10 +1,11 @@
 #include "config/quota_store_config.h"
 
+#include "config/schema.h"
+
 namespace sluice::config {
 
 QuotaStoreConfig ParseQuotaStore(const YamlField& f) {
-  f.ExpectMap({"type", "url", "password", "password_file", "timeout", "connect_timeout", "pool",
-               "failure"});
+  f.ExpectMap(KeysOf("quota_store"));
   if (!f.Has("type")) f.Fail("needs a type (postgres)");
   f["type"].OneOf({"postgres"});
   if (!f.Has("url")) f.Fail("needs a url (postgresql://user@host:port/dbname)");

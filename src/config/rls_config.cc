@@ -20,8 +20,7 @@ std::chrono::milliseconds GrpcDuration(const YamlField& f, bool positive) {
 }
 
 RlsKeepalive ParseRlsKeepalive(const YamlField& f) {
-  f.ExpectMap({"time", "timeout", "min_client_ping_interval", "max_connection_age",
-               "max_connection_age_grace"});
+  f.ExpectMap(KeysOf("rls.keepalive"));
   RlsKeepalive keepalive;
   if (f.Has("time")) keepalive.time = GrpcDuration(f["time"], true);
   if (f.Has("timeout")) keepalive.timeout = GrpcDuration(f["timeout"], true);

@@ -27,6 +27,14 @@ bool SameInOptional(const Config& a, const Config& b) {
   return !x || (*x).*Member == (*y).*Member;
 }
 
+// Whether a keepalive setting of Envoy's rate limit service is the same in both (its section's
+// presence included).
+template <auto Member>
+bool SameKeepalive(const Config& a, const Config& b) {
+  if (a.rls.has_value() != b.rls.has_value()) return false;
+  return !a.rls || a.rls->keepalive.*Member == b.rls->keepalive.*Member;
+}
+
 // The upstream's address decides whether a proxy runs at all (no `upstream`: none).
 bool SameUpstreamAddress(const Config& a, const Config& b) {
   return a.proxy == b.proxy && a.upstream.address == b.upstream.address;
@@ -50,8 +58,38 @@ constexpr std::array kSchema{
                 &SameIn<&Config::upstream, &UpstreamConfig::idle_timeout>},
     SchemaField{"upstream.max_response_bytes", kRestart,
                 &SameIn<&Config::upstream, &UpstreamConfig::max_response_bytes>},
-    SchemaField{"store", kRestart, &Same<&Config::store>},
-    SchemaField{"quota_store", kRestart, &Same<&Config::quota_store>},
+    SchemaField{"store.type", kRestart, nullptr},
+    SchemaField{"store.url", kRestart, nullptr},
+    SchemaField{"store.nodes", kRestart, nullptr},
+    SchemaField{"store.sentinels", kRestart, nullptr},
+    SchemaField{"store.master", kRestart, nullptr},
+    SchemaField{"store.db", kRestart, nullptr},
+    SchemaField{"store.username", kRestart, nullptr},
+    SchemaField{"store.password", kRestart, nullptr},
+    SchemaField{"store.password_file", kRestart, nullptr},
+    SchemaField{"store.sentinel_username", kRestart, nullptr},
+    SchemaField{"store.sentinel_password", kRestart, nullptr},
+    SchemaField{"store.sentinel_password_file", kRestart, nullptr},
+    SchemaField{"store.tls.ca_file", kRestart, nullptr},
+    SchemaField{"store.tls.cert_file", kRestart, nullptr},
+    SchemaField{"store.tls.key_file", kRestart, nullptr},
+    SchemaField{"store.tls.server_name", kRestart, nullptr},
+    SchemaField{"store.tls.verify", kRestart, nullptr},
+    SchemaField{"store.mode", kRestart, nullptr},
+    SchemaField{"store.layout", kRestart, nullptr},
+    SchemaField{"store.timeout", kRestart, nullptr},
+    SchemaField{"store.connect_timeout", kRestart, nullptr},
+    SchemaField{"store.max_in_flight", kRestart, nullptr},
+    SchemaField{"store.refresh_interval", kRestart, nullptr},
+    SchemaField{"store.max_buckets", kRestart, nullptr},
+    SchemaField{"quota_store.type", kRestart, nullptr},
+    SchemaField{"quota_store.url", kRestart, nullptr},
+    SchemaField{"quota_store.password", kRestart, nullptr},
+    SchemaField{"quota_store.password_file", kRestart, nullptr},
+    SchemaField{"quota_store.timeout", kRestart, nullptr},
+    SchemaField{"quota_store.connect_timeout", kRestart, nullptr},
+    SchemaField{"quota_store.pool", kRestart, nullptr},
+    SchemaField{"quota_store.failure", kRestart, nullptr},
     SchemaField{"failure", kReloads, nullptr},
     SchemaField{"policy", kReloads, nullptr},
     SchemaField{"headers", kReloads, nullptr},
@@ -93,12 +131,58 @@ constexpr std::array kSchema{
     SchemaField{"rls.max_concurrent_streams", kRestart,
                 &SameInOptional<&Config::rls, &RlsConfig::max_concurrent_streams>},
     SchemaField{"rls.max_calls_in_flight", kReloads, nullptr},
-    SchemaField{"rls.keepalive", kRestart, &SameInOptional<&Config::rls, &RlsConfig::keepalive>},
+    SchemaField{"rls.keepalive.time", kRestart, &SameKeepalive<&RlsKeepalive::time>},
+    SchemaField{"rls.keepalive.timeout", kRestart, &SameKeepalive<&RlsKeepalive::timeout>},
+    SchemaField{"rls.keepalive.min_client_ping_interval", kRestart,
+                &SameKeepalive<&RlsKeepalive::min_client_ping_interval>},
+    SchemaField{"rls.keepalive.max_connection_age", kRestart,
+                &SameKeepalive<&RlsKeepalive::max_connection_age>},
+    SchemaField{"rls.keepalive.max_connection_age_grace", kRestart,
+                &SameKeepalive<&RlsKeepalive::max_connection_age_grace>},
 };
+
+// The sections whose fields are compared by their text as written: one field can set several
+// options (a store's url: its host, port, database, TLS and credentials), and which fields a
+// section takes depends on its type. Each is compared whole first, so that the same options
+// written otherwise need no restart.
+struct TextSection {
+  std::string_view path;
+  bool (*same)(const Config& a, const Config& b);
+};
+constexpr std::array kTextSections{
+    TextSection{"store", &Same<&Config::store>},
+    TextSection{"quota_store", &Same<&Config::quota_store>},
+};
+
+const TextSection* TextSectionOf(std::string_view path) {
+  for (const TextSection& section : kTextSections) {
+    if (path.starts_with(section.path) && path.size() > section.path.size() &&
+        path[section.path.size()] == '.') {
+      return &section;
+    }
+  }
+  return nullptr;
+}
+
+std::string_view TextOf(const Config& config, std::string_view path) {
+  auto it = config.field_texts.find(path);
+  return it == config.field_texts.end() ? std::string_view() : std::string_view(it->second);
+}
+
+bool Same(const SchemaField& field, const Config& a, const Config& b) {
+  if (field.same != nullptr) return field.same(a, b);
+  const TextSection* section = TextSectionOf(field.path);
+  return section == nullptr || section->same(a, b) ||
+         TextOf(a, field.path) == TextOf(b, field.path);
+}
 
 }  // namespace
 
 std::span<const SchemaField> Schema() { return kSchema; }
+
+bool ComparedByText(const SchemaField& field) {
+  return field.same == nullptr && TextSectionOf(field.path) != nullptr;
+}
 
 std::vector<std::string_view> KeysOf(std::string_view section) {
   std::vector<std::string_view> keys;
@@ -119,7 +203,12 @@ std::vector<std::string_view> KeysOf(std::string_view section) {
 
 std::optional<std::string_view> FirstRestartField(const Config& running, const Config& next) {
   for (const SchemaField& field : kSchema) {
-    if (field.on_reload == kRestart && !field.same(running, next)) return field.path;
+    if (field.on_reload == kRestart && !Same(field, running, next)) return field.path;
+  }
+  // Options that differ with every field's text alike (an environment variable the file names
+  // expanded otherwise): the section as a whole.
+  for (const TextSection& section : kTextSections) {
+    if (!section.same(running, next)) return section.path;
   }
   return std::nullopt;
 }

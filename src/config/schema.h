@@ -18,12 +18,13 @@ enum class OnReload {
   kRestart,  // the servers, pools or stores were built with it: the reload is refused
 };
 
-// One field: a key of the file, or a section whose keys are all alike in this respect (`store`,
-// `quota_store`, `rules`), so that their own parsers keep their keys.
+// One field: a key of the file, or a list whose items all reload (`rules`).
 struct SchemaField {
   std::string_view path;  // the dotted YAML path: "upstream.pool"
   OnReload on_reload;
   // Whether `a` and `b` hold the same value of this field (its section's presence included).
+  // Null for a field that reloads, and for one of `store` and `quota_store`, which are compared
+  // by the field's text in Config::field_texts (ComparedByText).
   bool (*same)(const Config& a, const Config& b);
 };
 
@@ -34,8 +35,13 @@ std::span<const SchemaField> Schema();
 // first step of the paths below it, in the schema's order.
 std::vector<std::string_view> KeysOf(std::string_view section);
 
+// Whether a reload compares `field` by its text as written (Config::field_texts): the fields of
+// `store` and `quota_store`.
+bool ComparedByText(const SchemaField& field);
+
 // The path of the first field needing a restart whose value differs between the configuration in
-// force and `next`; nothing when `next` can be put in force by a reload.
+// force and `next` (or the section, `store` or `quota_store`, when its options differ but no
+// field's text does); nothing when `next` can be put in force by a reload.
 std::optional<std::string_view> FirstRestartField(const Config& running, const Config& next);
 
 }  // namespace sluice::config

@@ -6,35 +6,16 @@
 #include <vector>
 
 #include "config/config.h"
+#include "config/schema.h"
 
 namespace sluice::config {
 namespace {
 
-// The store fields each type takes, beside `type`.
+// The store fields each type takes, beside `type` (every field is in the schema, schema.cc).
 struct StoreFields {
   const char* type;
   std::vector<std::string_view> fields;
 };
-const std::vector<std::string_view> kAllStoreFields = {"type",
-                                                       "url",
-                                                       "nodes",
-                                                       "sentinels",
-                                                       "master",
-                                                       "db",
-                                                       "username",
-                                                       "password",
-                                                       "password_file",
-                                                       "sentinel_username",
-                                                       "sentinel_password",
-                                                       "sentinel_password_file",
-                                                       "tls",
-                                                       "mode",
-                                                       "layout",
-                                                       "timeout",
-                                                       "connect_timeout",
-                                                       "max_in_flight",
-                                                       "refresh_interval",
-                                                       "max_buckets"};
 const StoreFields kStoreFields[] = {
     {"memory", {"max_buckets"}},
     {"redis",
@@ -51,7 +32,7 @@ const StoreFields kStoreFields[] = {
 
 // Refuses a field that `type` does not take, naming the types that do.
 void RefuseForeignFields(const YamlField& f, std::string_view type) {
-  for (std::string_view field : kAllStoreFields) {
+  for (std::string_view field : KeysOf("store")) {
     const std::string name(field);
     if (field == "type" || !f.Has(name)) continue;
     std::vector<std::string> takers;
@@ -72,7 +53,7 @@ void RefuseForeignFields(const YamlField& f, std::string_view type) {
 TlsOptions ParseTls(const YamlField& f) {
   TlsOptions tls;
   if (f.node().IsNull()) return tls;  // `tls:` alone: TLS with the defaults
-  f.ExpectMap({"ca_file", "cert_file", "key_file", "server_name", "verify"});
+  f.ExpectMap(KeysOf("store.tls"));
   if (f.Has("ca_file")) tls.ca_file = f["ca_file"].String();
   if (f.Has("cert_file")) tls.cert_file = f["cert_file"].String();
   if (f.Has("key_file")) tls.key_file = f["key_file"].String();
@@ -183,7 +164,7 @@ RedisOptions ParseSentinel(const YamlField& f) {
 }  // namespace
 
 StoreConfig ParseStore(const YamlField& f) {
-  f.ExpectMap(kAllStoreFields);
+  f.ExpectMap(KeysOf("store"));
   StoreConfig store;
   const std::string type =
       f.Has("type") ? f["type"].OneOf({"memory", "redis", "sentinel", "cluster"}) : "memory";

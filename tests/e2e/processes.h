@@ -31,6 +31,9 @@ using testing::WaitUntil;
 
 inline bool Healthy(uint16_t port) { return Fetch(port, "GET", "/healthz").status == 200; }
 
+// Whether the process with admin port `port` reaches its stores (/readyz).
+inline bool Ready(uint16_t port) { return Fetch(port, "GET", "/readyz").status == 200; }
+
 // The value of the series `series` (name and labels, exactly as rendered) in the metrics `text`,
 // or -1.
 inline double MetricValue(const std::string& text, const std::string& series) {

@@ -20,16 +20,11 @@
 #include "support/redis_server.h"
 #include "support/wait_until.h"
 
-namespace sluice {
+// In sluice::testing, beside the Redis helpers these tests share (redis_store_testing.h).
+namespace sluice::testing {
 namespace {
 
 using std::chrono::milliseconds;
-using testing::ApplyBlocking;
-using testing::Connect;
-using testing::kHundredPerHour;
-using testing::kHundredPerMinute;
-using testing::MakeLimiter;
-using testing::RedisServer;
 
 // --- Pipelining ---------------------------------------------------------------------------
 
@@ -418,4 +413,4 @@ TEST(RedisBadInputTest, AReplyDeclaringGigabytesDropsTheConnection) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::testing

@@ -16,17 +16,11 @@
 #include "support/redis_server.h"
 #include "support/wait_until.h"
 
-namespace sluice {
+// In sluice::testing, beside the Redis helpers these tests share (redis_store_testing.h).
+namespace sluice::testing {
 namespace {
 
 using std::chrono::milliseconds;
-using testing::ApplyBlocking;
-using testing::Connect;
-using testing::kHundredPerHour;
-using testing::kHundredPerMinute;
-using testing::MakeLimiter;
-using testing::RedisClient;
-using testing::RedisServer;
 
 // Waits until a check is decided by the store itself again, or gives up after `limit`.
 bool RecoversWithin(const Limiter& limiter, milliseconds limit) {
@@ -364,4 +358,4 @@ TEST(RedisConnectionTest, WrongPasswordIsAClearError) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::testing
