@@ -20,7 +20,8 @@ namespace {
 // Memcached reads an exptime past 30 days as a time since the epoch, not from now.
 constexpr int64_t kMaxRelativeExptimeS = 30LL * 24 * 3600;
 
-[[noreturn]] void Fail(const std::string& what) { throw std::runtime_error(what); }
+// What Memcached did not do, for the benchmark to report.
+[[noreturn]] void MemcachedFailed(const std::string& what) { throw std::runtime_error(what); }
 
 int64_t SystemNowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -41,7 +42,7 @@ std::optional<Number> Parse(std::string_view text) {
 std::string FormatBucket(const BucketState& state) {
   char buffer[64];
   const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, state.tokens);
-  if (error != std::errc()) Fail("cannot format a number");
+  if (error != std::errc()) MemcachedFailed("cannot format a number");
   return std::string(buffer, end) + " " + std::to_string(state.updated_ms);
 }
 
@@ -50,13 +51,13 @@ BucketState ParseBucket(std::string_view value) {
   const auto tokens = Parse<double>(value.substr(0, space));
   const auto ts =
       space == std::string_view::npos ? std::nullopt : Parse<int64_t>(value.substr(space + 1));
-  if (!tokens || !ts) Fail("not a bucket: " + std::string(value));
+  if (!tokens || !ts) MemcachedFailed("not a bucket: " + std::string(value));
   return {*tokens, *ts};
 }
 
 // A reply that is none of those a command expects: an error, or a broken protocol.
 [[noreturn]] void Unexpected(std::string_view command, const std::string& line) {
-  Fail(std::string(command) + ": " + line);
+  MemcachedFailed(std::string(command) + ": " + line);
 }
 
 }  // namespace
@@ -70,7 +71,7 @@ MemcachedClient::MemcachedClient(const std::string& host, uint16_t port, Memcach
   addrinfo* found = nullptr;
   const std::string where = host + ":" + std::to_string(port);
   if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) {
-    Fail("cannot resolve " + where);
+    MemcachedFailed("cannot resolve " + where);
   }
   for (addrinfo* a = found; a != nullptr && fd_ < 0; a = a->ai_next) {
     fd_ = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
@@ -80,7 +81,8 @@ MemcachedClient::MemcachedClient(const std::string& host, uint16_t port, Memcach
     }
   }
   ::freeaddrinfo(found);
-  if (fd_ < 0) Fail("cannot connect to memcached at " + where + ": " + std::strerror(errno));
+  if (fd_ < 0)
+    MemcachedFailed("cannot connect to memcached at " + where + ": " + std::strerror(errno));
   const int one = 1;
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   const timeval timeout{5, 0};
@@ -93,7 +95,8 @@ MemcachedClient::~MemcachedClient() { ::close(fd_); }
 std::string MemcachedClient::RoundTrip(std::string_view request) {
   while (!request.empty()) {
     const ssize_t sent = ::send(fd_, request.data(), request.size(), MSG_NOSIGNAL);
-    if (sent <= 0) Fail(std::string("memcached connection broke: ") + std::strerror(errno));
+    if (sent <= 0)
+      MemcachedFailed(std::string("memcached connection broke: ") + std::strerror(errno));
     request.remove_prefix(static_cast<size_t>(sent));
   }
   ++round_trips_;
@@ -111,7 +114,8 @@ std::string MemcachedClient::ReadLine() {
     scanned = buffer_.size();
     char chunk[4096];
     const ssize_t got = ::recv(fd_, chunk, sizeof chunk, 0);
-    if (got <= 0) Fail(std::string("memcached connection broke: ") + std::strerror(errno));
+    if (got <= 0)
+      MemcachedFailed(std::string("memcached connection broke: ") + std::strerror(errno));
     buffer_.append(chunk, static_cast<size_t>(got));
   }
 }
@@ -120,10 +124,11 @@ std::string MemcachedClient::ReadBlock(size_t size) {
   while (buffer_.size() < size + 2) {
     char chunk[4096];
     const ssize_t got = ::recv(fd_, chunk, sizeof chunk, 0);
-    if (got <= 0) Fail(std::string("memcached connection broke: ") + std::strerror(errno));
+    if (got <= 0)
+      MemcachedFailed(std::string("memcached connection broke: ") + std::strerror(errno));
     buffer_.append(chunk, static_cast<size_t>(got));
   }
-  if (buffer_.compare(size, 2, "\r\n") != 0) Fail("memcached: a value without its CRLF");
+  if (buffer_.compare(size, 2, "\r\n") != 0) MemcachedFailed("memcached: a value without its CRLF");
   std::string block = buffer_.substr(0, size);
   buffer_.erase(0, size + 2);
   return block;
@@ -168,7 +173,7 @@ bool MemcachedClient::Store(const std::string& key, const std::string& value, in
 }
 
 Outcome MemcachedClient::FixedWindow(const std::string& key, const Limit& limit, int64_t cost) {
-  if (cost < 1) Fail("incr counts a cost of at least 1");
+  if (cost < 1) MemcachedFailed("incr counts a cost of at least 1");
   round_trips_ = 0;
   Outcome out;
   const int64_t now = options_.now_ms();
@@ -178,7 +183,7 @@ Outcome MemcachedClient::FixedWindow(const std::string& key, const Limit& limit,
   std::optional<int64_t> count;
   // incr, else add; when another client added first, its counter is there for the next incr.
   for (int attempt = 0; !count; ++attempt) {
-    if (attempt == 3) Fail("incr: the window's counter neither counts nor can be added");
+    if (attempt == 3) MemcachedFailed("incr: the window's counter neither counts nor can be added");
     const std::string line = RoundTrip(incr);
     if (line != "NOT_FOUND") {
       count = Parse<int64_t>(line);

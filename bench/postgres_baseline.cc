@@ -43,13 +43,13 @@ constexpr Oid kTakeTokensTypes[] = {kText, kFloat8, kFloat8, kFloat8, kFloat8, k
 struct ResultDeleter {
   void operator()(PGresult* result) const { PQclear(result); }
 };
-using Result = std::unique_ptr<PGresult, ResultDeleter>;
+using PgResult = std::unique_ptr<PGresult, ResultDeleter>;
 
 [[noreturn]] void Fail(std::string_view what, PGconn* conn) {
   throw std::runtime_error(std::string(what) + ": " + PQerrorMessage(conn));
 }
 
-void Expect(const Result& result, ExecStatusType status, std::string_view what, PGconn* conn) {
+void Expect(const PgResult& result, ExecStatusType status, std::string_view what, PGconn* conn) {
   if (PQresultStatus(result.get()) != status) Fail(what, conn);
 }
 
@@ -68,15 +68,15 @@ PGconn* Connect(const std::string& conninfo) {
 void PostgresClient::CreateTable(const std::string& conninfo) {
   std::unique_ptr<PGconn, decltype(&PQfinish)> conn(Connect(conninfo), &PQfinish);
   // Not the notice that the table is there already.
-  Expect(Result(PQexec(conn.get(), "SET client_min_messages = warning")), PGRES_COMMAND_OK,
+  Expect(PgResult(PQexec(conn.get(), "SET client_min_messages = warning")), PGRES_COMMAND_OK,
          "SET client_min_messages", conn.get());
-  Expect(Result(PQexec(conn.get(), kCreateTable)), PGRES_COMMAND_OK, "CREATE TABLE", conn.get());
+  Expect(PgResult(PQexec(conn.get(), kCreateTable)), PGRES_COMMAND_OK, "CREATE TABLE", conn.get());
 }
 
 int64_t PostgresClient::WalSyncs(const std::string& conninfo) {
   std::unique_ptr<PGconn, decltype(&PQfinish)> conn(Connect(conninfo), &PQfinish);
   const auto first_value = [&](const char* sql) {
-    const Result result(PQexec(conn.get(), sql));
+    const PgResult result(PQexec(conn.get(), sql));
     Expect(result, PGRES_TUPLES_OK, sql, conn.get());
     return std::stoll(PQgetvalue(result.get(), 0, 0));
   };
@@ -97,8 +97,8 @@ PostgresClient::PostgresClient(const std::string& conninfo, bool synchronous_com
   try {
     const std::string set =
         std::string("SET synchronous_commit = ") + (synchronous_commit ? "on" : "off");
-    Expect(Result(PQexec(conn_, set.c_str())), PGRES_COMMAND_OK, "SET synchronous_commit", conn_);
-    Expect(Result(PQprepare(conn_, "take_tokens", kTakeTokens, 6, kTakeTokensTypes)),
+    Expect(PgResult(PQexec(conn_, set.c_str())), PGRES_COMMAND_OK, "SET synchronous_commit", conn_);
+    Expect(PgResult(PQprepare(conn_, "take_tokens", kTakeTokens, 6, kTakeTokensTypes)),
            PGRES_COMMAND_OK, "PREPARE", conn_);
   } catch (...) {
     PQfinish(conn_);  // the destructor does not run when the constructor throws
@@ -116,7 +116,7 @@ Outcome PostgresClient::Check(const std::string& key, const Limit& limit, int64_
   const char* values[] = {key.c_str(),        numbers[0].c_str(),
                           numbers[1].c_str(), numbers[2].c_str(),
                           numbers[3].c_str(), now_ms ? numbers[4].c_str() : nullptr};
-  const Result result(PQexecPrepared(conn_, "take_tokens", 6, values, nullptr, nullptr, 0));
+  const PgResult result(PQexecPrepared(conn_, "take_tokens", 6, values, nullptr, nullptr, 0));
   Expect(result, PGRES_TUPLES_OK, "take_tokens", conn_);
   if (PQntuples(result.get()) != 1 || PQnfields(result.get()) != 4) {
     throw std::runtime_error("take_tokens: not one row of four values");

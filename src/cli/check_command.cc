@@ -46,11 +46,12 @@ struct CheckArgs {
   std::string quota_failure = "closed";
 };
 
-[[noreturn]] void Fail(const std::string& message) { throw CLI::ValidationError(message); }
+// A command line CLI11 refuses, with its usage.
+[[noreturn]] void Refuse(const std::string& message) { throw CLI::ValidationError(message); }
 
 template <typename T>
-T OrFail(Result<T> result) {
-  if (!result.ok()) Fail(result.status().message());
+T OrRefuse(Result<T> result) {
+  if (!result.ok()) Refuse(result.status().message());
   return std::move(result).value();
 }
 
@@ -58,7 +59,7 @@ int64_t ParseCount(std::string_view text, std::string_view what) {
   int64_t value = 0;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (error != std::errc() || end != text.data() + text.size()) {
-    Fail(fmt::format("{} \"{}\" is not a whole number", what, text));
+    Refuse(fmt::format("{} \"{}\" is not a whole number", what, text));
   }
   return value;
 }
@@ -73,7 +74,7 @@ Rule ParseRule(const std::string& spec) {
   }
   parts.push_back(rest);
   if (parts.size() != 5 && parts.size() != 6) {
-    Fail("--rule \"" + spec + "\": expected name:attribute:capacity:tokens:period[:cost]");
+    Refuse("--rule \"" + spec + "\": expected name:attribute:capacity:tokens:period[:cost]");
   }
   Rule rule;
   rule.name = std::string(parts[0]);
@@ -83,7 +84,7 @@ Rule ParseRule(const std::string& spec) {
   rule.calendar = CalendarPeriodNamed(parts[4]);
   rule.limit.period_ms = rule.calendar != CalendarPeriod::kNone
                              ? LongestPeriodMs(rule.calendar)
-                             : OrFail(config::ParseDurationMs(parts[4]));
+                             : OrRefuse(config::ParseDurationMs(parts[4]));
   if (parts.size() == 6) rule.cost = ParseCount(parts[5], "cost");
   return rule;
 }
@@ -92,7 +93,7 @@ Request ParseRequest(const std::vector<std::string>& attributes) {
   Request request;
   for (const std::string& a : attributes) {
     size_t eq = a.find('=');
-    if (eq == std::string::npos) Fail("--attr \"" + a + "\": expected name=value");
+    if (eq == std::string::npos) Refuse("--attr \"" + a + "\": expected name=value");
     request.Set(a.substr(0, eq), a.substr(eq + 1));
   }
   return request;
@@ -103,7 +104,7 @@ ClusterOptions ClusterOf(std::string_view seeds) {
   ClusterOptions cluster;
   while (!seeds.empty()) {
     const size_t comma = seeds.find(',');
-    cluster.seeds.push_back(OrFail(ParseHostPort(seeds.substr(0, comma))));
+    cluster.seeds.push_back(OrRefuse(ParseHostPort(seeds.substr(0, comma))));
     seeds = comma == std::string_view::npos ? "" : seeds.substr(comma + 1);
   }
   return cluster;
@@ -125,11 +126,11 @@ std::optional<TlsOptions> TlsOf(const CheckArgs& args, std::optional<TlsOptions>
 // The store's credentials and timings from the flags, over what the URL gave.
 template <typename Options>
 void OverrideByFlags(const CheckArgs& args, Options& options) {
-  options.mode = OrFail(config::ParseScriptMode(args.mode));
-  options.timeout = std::chrono::milliseconds(OrFail(config::ParseDurationMs(args.timeout)));
+  options.mode = OrRefuse(config::ParseScriptMode(args.mode));
+  options.timeout = std::chrono::milliseconds(OrRefuse(config::ParseDurationMs(args.timeout)));
   options.tls = TlsOf(args, options.tls);
   if (!args.password_file.empty()) {
-    if (!options.password.empty()) Fail("--password-file: the URL has a password already");
+    if (!options.password.empty()) Refuse("--password-file: the URL has a password already");
     options.password_file = args.password_file;
   }
 }
@@ -143,10 +144,10 @@ config::StoreConfig StoreConfigOf(const CheckArgs& args) {
     OverrideByFlags(args, store.cluster);
     return store;
   }
-  store.redis = OrFail(ParseRedisUrl(args.store));
+  store.redis = OrRefuse(ParseRedisUrl(args.store));
   store.type = store.redis.sentinel ? config::StoreType::kSentinel : config::StoreType::kRedis;
   if (!store.redis.unix_path.empty() && TlsOf(args, std::nullopt)) {
-    Fail("TLS is not for unix:// stores");
+    Refuse("TLS is not for unix:// stores");
   }
   OverrideByFlags(args, store.redis);
   return store;
@@ -157,28 +158,28 @@ void MarkDurable(const CheckArgs& args, std::vector<Rule>& rules) {
   for (const std::string& name : args.durable) {
     auto rule =
         std::find_if(rules.begin(), rules.end(), [&](const Rule& r) { return r.name == name; });
-    if (rule == rules.end()) Fail("--durable " + name + ": no --rule is named so");
+    if (rule == rules.end()) Refuse("--durable " + name + ": no --rule is named so");
     rule->durable = true;
     rule->algorithm = Algorithm::kFixedWindow;
   }
-  if (!args.durable.empty() && args.quota_store.empty()) Fail("--durable needs --quota-store");
+  if (!args.durable.empty() && args.quota_store.empty()) Refuse("--durable needs --quota-store");
 }
 
 LimiterOptions LimiterOptionsOf(const CheckArgs& args) {
   LimiterOptions options;
   options.key_prefix = args.prefix;
-  options.policy = OrFail(config::ParsePolicy(args.policy));
-  options.failure = OrFail(config::ParseFailurePolicy(args.failure));
-  options.quota_failure = OrFail(config::ParseFailurePolicy(args.quota_failure));
+  options.policy = OrRefuse(config::ParsePolicy(args.policy));
+  options.failure = OrRefuse(config::ParseFailurePolicy(args.failure));
+  options.quota_failure = OrRefuse(config::ParseFailurePolicy(args.quota_failure));
   if (!args.quota_store.empty()) {
     config::QuotaStoreConfig quota;
     quota.postgres.url = args.quota_store;
-    OrFail(ParsePostgresUrl(args.quota_store));
+    OrRefuse(ParsePostgresUrl(args.quota_store));
     quota.postgres.password_file = args.quota_password_file;
     quota.postgres.timeout =
-        std::chrono::milliseconds(OrFail(config::ParseDurationMs(args.quota_timeout)));
+        std::chrono::milliseconds(OrRefuse(config::ParseDurationMs(args.quota_timeout)));
     quota.postgres.pool = 1;
-    options.quota_store = OrFail(OpenQuotaStore(quota));
+    options.quota_store = OrRefuse(OpenQuotaStore(quota));
   }
   return options;
 }
@@ -202,9 +203,9 @@ void Run(const CheckArgs& args) {
   for (const std::string& spec : args.rules) rules.push_back(ParseRule(spec));
   MarkDurable(args, rules);
   Request request = ParseRequest(args.attributes);
-  const auto interval = std::chrono::milliseconds(OrFail(config::ParseDurationMs(args.interval)));
-  auto limiter = OrFail(
-      Limiter::Create(rules, LimiterOptionsOf(args), OrFail(OpenStore(StoreConfigOf(args))).store));
+  const auto interval = std::chrono::milliseconds(OrRefuse(config::ParseDurationMs(args.interval)));
+  auto limiter = OrRefuse(Limiter::Create(rules, LimiterOptionsOf(args),
+                                          OrRefuse(OpenStore(StoreConfigOf(args))).store));
   for (int n = 1; n <= args.count; ++n) {
     Print(n, limiter->CheckBlocking(request), *limiter);
     std::fflush(stdout);

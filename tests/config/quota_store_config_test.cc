@@ -14,18 +14,18 @@ constexpr const char* kQuotaStore =
     "  timeout: 200ms\n"
     "  pool: 4\n";
 
-Result<Config> Parse(const std::string& yaml) {
+Result<Config> ParseWithQuotaStore(const std::string& yaml) {
   return ParseConfig("upstream: {address: 127.0.0.1:9000}\n" + yaml, "sluice.yaml");
 }
 
 TEST(QuotaStoreConfigTest, TheIssuesExample) {
-  Result<Config> c = Parse(std::string(kQuotaStore) +
-                           "rules:\n"
-                           "  - name: monthly\n"
-                           "    key: tenant\n"
-                           "    capacity: 1000000\n"
-                           "    period: month\n"
-                           "    durable: true\n");
+  Result<Config> c = ParseWithQuotaStore(std::string(kQuotaStore) +
+                                         "rules:\n"
+                                         "  - name: monthly\n"
+                                         "    key: tenant\n"
+                                         "    capacity: 1000000\n"
+                                         "    period: month\n"
+                                         "    durable: true\n");
   ASSERT_TRUE(c.ok()) << c.status().message();
   ASSERT_TRUE(c->quota_store);
   const PostgresOptions& pg = c->quota_store->postgres;
@@ -44,11 +44,12 @@ TEST(QuotaStoreConfigTest, TheIssuesExample) {
 }
 
 TEST(QuotaStoreConfigTest, DurableRulesTakeDurationsAndCapacityOverrides) {
-  Result<Config> c = Parse(std::string(kQuotaStore) +
-                           "  failure: open\n"
-                           "rules:\n"
-                           "  - {name: weekly, key: key, capacity: 50, period: 7d, durable: true,\n"
-                           "     overrides: {ak_big: {capacity: 500}}}\n");
+  Result<Config> c =
+      ParseWithQuotaStore(std::string(kQuotaStore) +
+                          "  failure: open\n"
+                          "rules:\n"
+                          "  - {name: weekly, key: key, capacity: 50, period: 7d, durable: true,\n"
+                          "     overrides: {ak_big: {capacity: 500}}}\n");
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->quota_store->failure, FailurePolicy::kOpen);
   const Rule& rule = c->rules.front();
@@ -89,7 +90,7 @@ TEST(QuotaStoreConfigTest, MistakesAreRefusedWithTheField) {
            {"quota_store: {type: postgres, url: 'postgresql://h/d', failure: maybe}\nrules: []\n",
             "quota_store.failure"},
        }) {
-    Result<Config> parsed = Parse(c.yaml);
+    Result<Config> parsed = ParseWithQuotaStore(c.yaml);
     ASSERT_FALSE(parsed.ok()) << c.yaml;
     EXPECT_NE(parsed.status().message().find(c.error), std::string::npos)
         << parsed.status().message();

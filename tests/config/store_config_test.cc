@@ -8,13 +8,13 @@
 namespace sluice::config {
 namespace {
 
-Result<Config> Parse(const std::string& store) {
+Result<Config> ParseWithStore(const std::string& store) {
   return ParseConfig("upstream: {address: 127.0.0.1:9000}\nrules: []\nstore:\n" + store,
                      "sluice.yaml");
 }
 
 TEST(StoreConfigTest, RedissWithTheTlsBlock) {
-  Result<Config> c = Parse(
+  Result<Config> c = ParseWithStore(
       "  type: redis\n"
       "  url: rediss://redis.internal:6380/2\n"
       "  username: sluice\n"
@@ -35,30 +35,32 @@ TEST(StoreConfigTest, RedissWithTheTlsBlock) {
 }
 
 TEST(StoreConfigTest, RedissAloneIsTlsWithTheDefaults) {
-  Result<Config> c = Parse("  {type: redis, url: 'rediss://r:6380'}\n");
+  Result<Config> c = ParseWithStore("  {type: redis, url: 'rediss://r:6380'}\n");
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->store.redis.tls, TlsOptions{});
 }
 
 TEST(StoreConfigTest, BucketLayout) {
-  Result<Config> hash = Parse("  {type: redis, url: 'redis://r:6379'}\n");
+  Result<Config> hash = ParseWithStore("  {type: redis, url: 'redis://r:6379'}\n");
   ASSERT_TRUE(hash.ok()) << hash.status().message();
   EXPECT_EQ(hash->store.redis.layout, BucketLayout::kHash);  // the document's, by default
-  Result<Config> compact = Parse("  {type: redis, url: 'redis://r:6379', layout: compact}\n");
+  Result<Config> compact =
+      ParseWithStore("  {type: redis, url: 'redis://r:6379', layout: compact}\n");
   ASSERT_TRUE(compact.ok()) << compact.status().message();
   EXPECT_EQ(compact->store.redis.layout, BucketLayout::kCompact);
-  Result<Config> cluster = Parse("  {type: cluster, nodes: ['127.0.0.1:7001'], layout: compact}\n");
+  Result<Config> cluster =
+      ParseWithStore("  {type: cluster, nodes: ['127.0.0.1:7001'], layout: compact}\n");
   ASSERT_TRUE(cluster.ok()) << cluster.status().message();
   EXPECT_EQ(cluster->store.cluster.layout, BucketLayout::kCompact);
-  Result<Config> wrong = Parse("  {type: redis, url: 'redis://r:6379', layout: packed}\n");
+  Result<Config> wrong = ParseWithStore("  {type: redis, url: 'redis://r:6379', layout: packed}\n");
   ASSERT_FALSE(wrong.ok());
   EXPECT_NE(wrong.status().message().find("layout"), std::string::npos) << wrong.status().message();
-  Result<Config> memory = Parse("  {type: memory, layout: compact}\n");
+  Result<Config> memory = ParseWithStore("  {type: memory, layout: compact}\n");
   EXPECT_FALSE(memory.ok());
 }
 
 TEST(StoreConfigTest, UnixSocket) {
-  Result<Config> c = Parse(
+  Result<Config> c = ParseWithStore(
       "  {type: redis, url: 'unix:///run/redis/redis.sock?db=3', "
       "password: pw}\n");
   ASSERT_TRUE(c.ok()) << c.status().message();
@@ -68,7 +70,7 @@ TEST(StoreConfigTest, UnixSocket) {
 }
 
 TEST(StoreConfigTest, Sentinel) {
-  Result<Config> c = Parse(
+  Result<Config> c = ParseWithStore(
       "  type: sentinel\n"
       "  sentinels: [10.0.0.1:26379, 10.0.0.2:26379, '[::1]:26379']\n"
       "  master: mymaster\n"
@@ -95,8 +97,8 @@ TEST(StoreConfigTest, Sentinel) {
 }
 
 TEST(StoreConfigTest, ClusterOverTls) {
-  Result<Config> c =
-      Parse("  {type: cluster, nodes: [10.0.0.1:7001], password_file: /s, tls: {ca_file: ca}}\n");
+  Result<Config> c = ParseWithStore(
+      "  {type: cluster, nodes: [10.0.0.1:7001], password_file: /s, tls: {ca_file: ca}}\n");
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->store.cluster.tls->ca_file, "ca");
   EXPECT_EQ(c->store.cluster.password_file, "/s");
@@ -106,21 +108,23 @@ TEST(StoreConfigTest, ClusterOverTls) {
 TEST(StoreConfigTest, EnvironmentVariablesInValues) {
   setenv("SLUICE_TEST_REDIS_PASSWORD", "from-the-environment", 1);
   setenv("SLUICE_TEST_REDIS_HOST", "redis.internal", 1);
-  Result<Config> c = Parse(
+  Result<Config> c = ParseWithStore(
       "  type: redis\n"
       "  url: redis://${SLUICE_TEST_REDIS_HOST}:6379\n"
       "  password: ${SLUICE_TEST_REDIS_PASSWORD}\n");
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->store.redis.host, "redis.internal");
   EXPECT_EQ(c->store.redis.password, "from-the-environment");
-  Result<Config> literal = Parse("  {type: redis, url: 'redis://h', password: 'a$${b}'}\n");
+  Result<Config> literal =
+      ParseWithStore("  {type: redis, url: 'redis://h', password: 'a$${b}'}\n");
   ASSERT_TRUE(literal.ok()) << literal.status().message();
   EXPECT_EQ(literal->store.redis.password, "a${b}");
 }
 
 TEST(StoreConfigTest, AnUnsetVariableNamesTheFileLineFieldAndVariable) {
   unsetenv("SLUICE_TEST_UNSET");
-  Result<Config> c = Parse("  type: redis\n  url: redis://h\n  password: ${SLUICE_TEST_UNSET}\n");
+  Result<Config> c =
+      ParseWithStore("  type: redis\n  url: redis://h\n  password: ${SLUICE_TEST_UNSET}\n");
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().message(), "sluice.yaml:6: store.password: ${SLUICE_TEST_UNSET} is not set");
 }
@@ -135,7 +139,7 @@ void PrintTo(const BadStore& bad, std::ostream* os) { *os << bad.name; }
 class StoreConfigRejectsTest : public ::testing::TestWithParam<BadStore> {};
 
 TEST_P(StoreConfigRejectsTest, WithAClearMessage) {
-  Result<Config> c = Parse(GetParam().store);
+  Result<Config> c = ParseWithStore(GetParam().store);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find(GetParam().expected), std::string::npos)
       << c.status().message();
@@ -193,7 +197,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(StoreConfigTest, ABadUrlIsNeverRepeated) {
   for (const char* url : {"'redis://:hunter2@h:x'", "'rediss://:hunter2@'", "'hunter2'",
                           "'redis://:hunter2@h/abc'", "'sentinel://:hunter2@h:1'"}) {
-    Result<Config> c = Parse(std::string("  {type: redis, url: ") + url + "}\n");
+    Result<Config> c = ParseWithStore(std::string("  {type: redis, url: ") + url + "}\n");
     ASSERT_FALSE(c.ok()) << url;
     EXPECT_EQ(c.status().message().find("hunter2"), std::string::npos) << c.status().message();
   }

@@ -14,13 +14,13 @@ DescriptorMatcher Matcher(const std::string& yaml) {
 }
 
 // The requests_per_unit of the matched limit, or -1 when nothing matched.
-int64_t Limit(const DescriptorMatcher& matcher, const Entries& entries,
-              std::string_view domain = "d") {
+int64_t LimitOf(const DescriptorMatcher& matcher, const Entries& entries,
+                std::string_view domain = "d") {
   std::optional<Match> match = matcher.Find(domain, entries);
   return match ? static_cast<int64_t>(match->limit->requests_per_unit) : -1;
 }
 
-const char* const kConfig = R"(
+const char* const kMatcherConfig = R"(
 domain: d
 descriptors:
   - key: client
@@ -50,28 +50,28 @@ descriptors:
 )";
 
 TEST(DescriptorMatcherTest, TheMostSpecificNodeWins) {
-  DescriptorMatcher matcher = Matcher(kConfig);
-  EXPECT_EQ(Limit(matcher, {{"client", "vip"}}), 2);
-  EXPECT_EQ(Limit(matcher, {{"client", "partner-x"}}), 3);
-  EXPECT_EQ(Limit(matcher, {{"client", "partner-big-x"}}), 4);  // the longer prefix
-  EXPECT_EQ(Limit(matcher, {{"client", "anyone"}}), 1);
-  EXPECT_EQ(Limit(matcher, {{"client", ""}}), 1);
+  DescriptorMatcher matcher = Matcher(kMatcherConfig);
+  EXPECT_EQ(LimitOf(matcher, {{"client", "vip"}}), 2);
+  EXPECT_EQ(LimitOf(matcher, {{"client", "partner-x"}}), 3);
+  EXPECT_EQ(LimitOf(matcher, {{"client", "partner-big-x"}}), 4);  // the longer prefix
+  EXPECT_EQ(LimitOf(matcher, {{"client", "anyone"}}), 1);
+  EXPECT_EQ(LimitOf(matcher, {{"client", ""}}), 1);
 }
 
 TEST(DescriptorMatcherTest, NestedDescriptorsMatchAtTheirDepthOnly) {
-  DescriptorMatcher matcher = Matcher(kConfig);
-  EXPECT_EQ(Limit(matcher, {{"route", "/api"}, {"method", "POST"}}), 5);
-  EXPECT_EQ(Limit(matcher, {{"route", "/api"}, {"method", "GET"}}), 6);
-  EXPECT_EQ(Limit(matcher, {{"route", "/api"}}), -1);  // the node has no limit of its own
-  EXPECT_EQ(Limit(matcher, {{"route", "/other"}, {"method", "POST"}}), -1);
-  EXPECT_EQ(Limit(matcher, {{"route", "/api"}, {"method", "POST"}, {"extra", "x"}}), -1);
-  EXPECT_EQ(Limit(matcher, {{"method", "POST"}}), -1);
-  EXPECT_EQ(Limit(matcher, {}), -1);
-  EXPECT_EQ(Limit(matcher, {{"client", "vip"}}, "unknown-domain"), -1);
+  DescriptorMatcher matcher = Matcher(kMatcherConfig);
+  EXPECT_EQ(LimitOf(matcher, {{"route", "/api"}, {"method", "POST"}}), 5);
+  EXPECT_EQ(LimitOf(matcher, {{"route", "/api"}, {"method", "GET"}}), 6);
+  EXPECT_EQ(LimitOf(matcher, {{"route", "/api"}}), -1);  // the node has no limit of its own
+  EXPECT_EQ(LimitOf(matcher, {{"route", "/other"}, {"method", "POST"}}), -1);
+  EXPECT_EQ(LimitOf(matcher, {{"route", "/api"}, {"method", "POST"}, {"extra", "x"}}), -1);
+  EXPECT_EQ(LimitOf(matcher, {{"method", "POST"}}), -1);
+  EXPECT_EQ(LimitOf(matcher, {}), -1);
+  EXPECT_EQ(LimitOf(matcher, {{"client", "vip"}}, "unknown-domain"), -1);
 }
 
 TEST(DescriptorMatcherTest, SaysWhatCounts) {
-  DescriptorMatcher matcher = Matcher(kConfig);
+  DescriptorMatcher matcher = Matcher(kMatcherConfig);
   auto per_value = matcher.Find("d", {{"route", "/api"}, {"method", "GET"}});
   ASSERT_TRUE(per_value);
   EXPECT_EQ(per_value->counted, (std::vector<std::pair<std::string, std::string>>{

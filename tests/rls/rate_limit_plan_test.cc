@@ -9,7 +9,7 @@ namespace {
 
 using Status_ = RateLimitResponse::DescriptorStatus;
 
-const char* const kConfig = R"(
+const char* const kPlanConfig = R"(
 domain: d
 descriptors:
   - key: client
@@ -33,7 +33,7 @@ descriptors:
 class RateLimitPlanTest : public ::testing::Test {
  protected:
   RateLimitPlanTest() {
-    Result<DomainConfig> config = ParseDomainConfig(kConfig, "test.yaml");
+    Result<DomainConfig> config = ParseDomainConfig(kPlanConfig, "test.yaml");
     EXPECT_TRUE(config.ok()) << config.status().message();
     std::vector<DomainConfig> domains;
     domains.push_back(std::move(config).value());

@@ -28,13 +28,13 @@ namespace {
 // mirror, on the same 400 random steps over five buckets, every call taking all five at once as
 // a request with five rules would; the replies must be equal, and `stored` compares what the
 // script kept under each key with the mirror's outcome. Returns the mirror's bucket states.
-using Take = std::function<TakeOutcome(testing::RedisClient& client, size_t bucket,
-                                       const Limit& limit, int64_t cost, int64_t now_ms)>;
+using TakeThroughRedis = std::function<TakeOutcome(
+    testing::RedisClient& client, size_t bucket, const Limit& limit, int64_t cost, int64_t now_ms)>;
 using Stored = std::function<void(testing::RedisClient& client, size_t bucket,
                                   const std::string& key, const TakeOutcome& expected)>;
 
 void RunRandomSchedule(const std::string& script, const std::string& key_prefix, uint64_t seed,
-                       const Take& take, const Stored& stored, bool debt = false) {
+                       const TakeThroughRedis& take, const Stored& stored, bool debt = false) {
   testing::RedisServer server;
   auto client = server.Client();
   const std::string sha = client->String({"SCRIPT", "LOAD", script});

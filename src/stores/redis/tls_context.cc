@@ -4,6 +4,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include <boost/asio/ip/address.hpp>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -80,6 +81,12 @@ Result<std::shared_ptr<const TlsContext>> TlsContext::Load(const TlsOptions& opt
   }
   context->set_verify_mode(options.verify ? ssl::verify_peer : ssl::verify_none, ec);
   return std::shared_ptr<const TlsContext>(new TlsContext(options, std::move(context)));
+}
+
+bool IsIpAddress(const std::string& host) {
+  boost::system::error_code ec;
+  boost::asio::ip::make_address(host, ec);
+  return !ec;
 }
 
 }  // namespace sluice

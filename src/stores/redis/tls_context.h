@@ -31,4 +31,8 @@ class TlsContext {
   std::unique_ptr<boost::asio::ssl::context> context_;
 };
 
+// Whether `host` is an IP address rather than a name: TLS verifies an address by the
+// certificate's IP entries and sends no server name (SNI) for it.
+bool IsIpAddress(const std::string& host);
+
 }  // namespace sluice

@@ -19,12 +19,6 @@ namespace asio = boost::asio;
 namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 
-bool IsIpAddress(const std::string& name) {
-  boost::system::error_code ec;
-  asio::ip::make_address(name, ec);
-  return !ec;
-}
-
 class TlsTransport final : public StreamTransport<TlsTransport> {
  public:
   TlsTransport(asio::io_context& io, NodeAddress address, std::shared_ptr<const TlsContext> tls)

@@ -23,12 +23,6 @@ constexpr milliseconds kResubscribeDelay{1000};
 // Sentinels learnt from others, at most: a list that only grows is bounded.
 constexpr size_t kMaxSentinels = 64;
 
-bool IsIpAddress(const std::string& host) {
-  boost::system::error_code ec;
-  asio::ip::make_address(host, ec);
-  return !ec;
-}
-
 std::optional<uint16_t> PortOf(std::string_view text) {
   unsigned port = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
