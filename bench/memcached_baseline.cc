@@ -11,8 +11,8 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
-#include <cstring>
 #include <stdexcept>
+#include <system_error>
 
 namespace sluice::baselines {
 namespace {
@@ -82,7 +82,8 @@ MemcachedClient::MemcachedClient(const std::string& host, uint16_t port, Memcach
   }
   ::freeaddrinfo(found);
   if (fd_ < 0)
-    MemcachedFailed("cannot connect to memcached at " + where + ": " + std::strerror(errno));
+    MemcachedFailed("cannot connect to memcached at " + where + ": " +
+                    std::generic_category().message(errno));
   const int one = 1;
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   const timeval timeout{5, 0};
@@ -96,7 +97,8 @@ std::string MemcachedClient::RoundTrip(std::string_view request) {
   while (!request.empty()) {
     const ssize_t sent = ::send(fd_, request.data(), request.size(), MSG_NOSIGNAL);
     if (sent <= 0)
-      MemcachedFailed(std::string("memcached connection broke: ") + std::strerror(errno));
+      MemcachedFailed(std::string("memcached connection broke: ") +
+                      std::generic_category().message(errno));
     request.remove_prefix(static_cast<size_t>(sent));
   }
   ++round_trips_;
@@ -115,7 +117,8 @@ std::string MemcachedClient::ReadLine() {
     char chunk[4096];
     const ssize_t got = ::recv(fd_, chunk, sizeof chunk, 0);
     if (got <= 0)
-      MemcachedFailed(std::string("memcached connection broke: ") + std::strerror(errno));
+      MemcachedFailed(std::string("memcached connection broke: ") +
+                      std::generic_category().message(errno));
     buffer_.append(chunk, static_cast<size_t>(got));
   }
 }
@@ -125,7 +128,8 @@ std::string MemcachedClient::ReadBlock(size_t size) {
     char chunk[4096];
     const ssize_t got = ::recv(fd_, chunk, sizeof chunk, 0);
     if (got <= 0)
-      MemcachedFailed(std::string("memcached connection broke: ") + std::strerror(errno));
+      MemcachedFailed(std::string("memcached connection broke: ") +
+                      std::generic_category().message(errno));
     buffer_.append(chunk, static_cast<size_t>(got));
   }
   if (buffer_.compare(size, 2, "\r\n") != 0) MemcachedFailed("memcached: a value without its CRLF");

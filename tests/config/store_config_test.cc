@@ -1,7 +1,8 @@
 // The `store` block for Redis as it is run in production: TLS, Sentinel, Unix sockets, and
 // credentials from the environment or a file, each given once.
 #include <gtest/gtest.h>
-#include <stdlib.h>
+
+#include <cstdlib>
 
 #include "config/config.h"
 
@@ -106,8 +107,9 @@ TEST(StoreConfigTest, ClusterOverTls) {
 
 // ${NAME} is the environment variable NAME in any string value of the file; $${ is a literal.
 TEST(StoreConfigTest, EnvironmentVariablesInValues) {
-  setenv("SLUICE_TEST_REDIS_PASSWORD", "from-the-environment", 1);
-  setenv("SLUICE_TEST_REDIS_HOST", "redis.internal", 1);
+  // The environment is changed while this test's thread is the only one.
+  setenv("SLUICE_TEST_REDIS_PASSWORD", "from-the-environment", 1);  // NOLINT(concurrency-mt-unsafe)
+  setenv("SLUICE_TEST_REDIS_HOST", "redis.internal", 1);            // NOLINT(concurrency-mt-unsafe)
   Result<Config> c = ParseWithStore(
       "  type: redis\n"
       "  url: redis://${SLUICE_TEST_REDIS_HOST}:6379\n"
@@ -122,7 +124,7 @@ TEST(StoreConfigTest, EnvironmentVariablesInValues) {
 }
 
 TEST(StoreConfigTest, AnUnsetVariableNamesTheFileLineFieldAndVariable) {
-  unsetenv("SLUICE_TEST_UNSET");
+  unsetenv("SLUICE_TEST_UNSET");  // NOLINT(concurrency-mt-unsafe): the test's only thread
   Result<Config> c =
       ParseWithStore("  type: redis\n  url: redis://h\n  password: ${SLUICE_TEST_UNSET}\n");
   ASSERT_FALSE(c.ok());

@@ -50,9 +50,9 @@ TEST(GatewayAdminTest, HealthReadinessAndMetrics) {
   r = gateway.AdminGet("/metrics");
   EXPECT_EQ(r.result_int(), 200);
   EXPECT_EQ(Header(r, "Content-Type"), "text/plain; version=0.0.4");
-  for (const char* series : {"sluice_requests_total{decision=\"allowed\"} 1",
-                             "sluice_requests_total{decision=\"rejected\"} 1",
-                             "sluice_checks_total{rule=\"per-key\",outcome=\"rejected\"} 1",
+  for (const char* series : {R"(sluice_requests_total{decision="allowed"} 1)",
+                             R"(sluice_requests_total{decision="rejected"} 1)",
+                             R"(sluice_checks_total{rule="per-key",outcome="rejected"} 1)",
                              "sluice_test_gauge 7", "# from another front end"}) {
     EXPECT_NE(r.body().find(series), std::string::npos) << series << " in\n" << r.body();
   }

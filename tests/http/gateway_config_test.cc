@@ -15,7 +15,8 @@ const char* kOneAnHour = "rules:\n  - {name: per-key, key: key, capacity: 1, per
 const char* kThreeAnHour = "rules:\n  - {name: per-key, key: key, capacity: 3, period: 1h}\n";
 
 int CheckStatus(InProcessGateway& gateway, const std::string& key) {
-  return gateway.Check(R"({"attributes": {"key": ")" + key + R"("}})").result_int();
+  return static_cast<int>(
+      gateway.Check(R"({"attributes": {"key": ")" + key + R"("}})").result_int());
 }
 
 TEST(GatewayConfigTest, AReloadPutsAGoodConfigurationInForceAndKeepsTheOldOneOnABadOne) {

@@ -59,7 +59,7 @@ void RunRandomSchedule(const std::string& script, const std::string& key_prefix,
         command.push_back(std::to_string(n));
       }
     }
-    if (debt) command.push_back(std::string(limits.size(), 'd'));
+    if (debt) command.emplace_back(limits.size(), 'd');
     command.push_back(std::to_string(now_ms / 1000));
     command.push_back(std::to_string(now_ms % 1000 * 1000));
     testing::ReplyPtr reply = client->Command(command);
@@ -277,6 +277,51 @@ std::vector<std::string> Call(const std::string& sha, const std::string& prefix,
 class CallOfChecksParityTest : public ::testing::TestWithParam<std::pair<Algorithm, BucketLayout>> {
 };
 
+// Draws a number in [low, high].
+int64_t Draw(std::mt19937_64& rng, int64_t low, int64_t high) {
+  return std::uniform_int_distribution<int64_t>(low, high)(rng);
+}
+
+// One op of `check` on `bucket` under `limit`: a token bucket's may take up to its cost, or into
+// debt (past the capacity too); an all-or-nothing check's ops are plain or its own.
+void DrawOp(CallCheck& check, size_t bucket, const Limit& limit, bool may_differ,
+            bool all_or_nothing, std::mt19937_64& rng) {
+  const int64_t mode = may_differ ? Draw(rng, 0, 5) : 5;
+  check.buckets.push_back(bucket);
+  check.limits.push_back(limit);
+  if (mode == 0) {
+    check.costs.push_back(Draw(rng, 0, limit.capacity));
+    check.codes.push_back('u');
+  } else if (mode == 1) {
+    check.costs.push_back(Draw(rng, 0, 2 * limit.capacity + 1));
+    check.codes.push_back('d');
+  } else {
+    check.costs.push_back(Draw(rng, -1, 2));
+    check.codes.push_back(all_or_nothing && Draw(rng, 0, 2) > 0 ? '1' : '0');
+  }
+}
+
+// One to six checks, each on one to three of `buckets` buckets.
+std::vector<CallCheck> DrawChecks(Algorithm algorithm, const std::vector<Limit>& limits,
+                                  size_t buckets, std::mt19937_64& rng) {
+  std::vector<CallCheck> checks(static_cast<size_t>(Draw(rng, 1, 6)));
+  for (CallCheck& check : checks) {
+    std::vector<size_t> chosen(buckets);
+    std::iota(chosen.begin(), chosen.end(), 0);
+    std::shuffle(chosen.begin(), chosen.end(), rng);
+    chosen.resize(static_cast<size_t>(Draw(rng, 1, 3)));
+    const bool all_or_nothing = Draw(rng, 0, 3) == 0;
+    for (size_t bucket : chosen) {
+      const Limit& limit =
+          limits[algorithm == Algorithm::kFixedWindow ? bucket % 2
+                                                      : static_cast<size_t>(Draw(rng, 0, 1))];
+      DrawOp(check, bucket, limit, algorithm == Algorithm::kTokenBucket && !all_or_nothing,
+             all_or_nothing, rng);
+    }
+  }
+  return checks;
+}
+
 TEST_P(CallOfChecksParityTest, OneCallOfChecksEqualsACallPerCheck) {
   const auto [algorithm, layout] = GetParam();
   testing::RedisServer server;
@@ -288,41 +333,11 @@ TEST_P(CallOfChecksParityTest, OneCallOfChecksEqualsACallPerCheck) {
                                         : std::vector<Limit>{{3, 1, 1'000}, {5, 2, 700}};
   constexpr size_t kBuckets = 4;
   std::mt19937_64 rng(20261203 + static_cast<int>(algorithm));
-  auto draw = [&rng](int64_t low, int64_t high) {
-    return std::uniform_int_distribution<int64_t>(low, high)(rng);
-  };
   int64_t now_ms = 1'764'720'000'000;
   for (int round = 0; round < 300; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
-    now_ms += draw(0, 400);
-    std::vector<CallCheck> checks(static_cast<size_t>(draw(1, 6)));
-    for (CallCheck& check : checks) {
-      std::vector<size_t> buckets(kBuckets);
-      std::iota(buckets.begin(), buckets.end(), 0);
-      std::shuffle(buckets.begin(), buckets.end(), rng);
-      buckets.resize(static_cast<size_t>(draw(1, 3)));
-      const bool all_or_nothing = draw(0, 3) == 0;
-      for (size_t bucket : buckets) {
-        const Limit& limit =
-            limits[algorithm == Algorithm::kFixedWindow ? bucket % 2
-                                                        : static_cast<size_t>(draw(0, 1))];
-        // A token bucket's op may take up to its cost, or into debt (past the capacity too).
-        const int64_t mode =
-            algorithm == Algorithm::kTokenBucket && !all_or_nothing ? draw(0, 5) : 5;
-        check.buckets.push_back(bucket);
-        check.limits.push_back(limit);
-        if (mode == 0) {
-          check.costs.push_back(draw(0, limit.capacity));
-          check.codes.push_back('u');
-        } else if (mode == 1) {
-          check.costs.push_back(draw(0, 2 * limit.capacity + 1));
-          check.codes.push_back('d');
-        } else {
-          check.costs.push_back(draw(-1, 2));
-          check.codes.push_back(all_or_nothing && draw(0, 2) > 0 ? '1' : '0');
-        }
-      }
-    }
+    now_ms += Draw(rng, 0, 400);
+    const std::vector<CallCheck> checks = DrawChecks(algorithm, limits, kBuckets, rng);
     const std::vector<long long> together =
         Integers(client->Command(Call(sha, "a:", checks, now_ms)));
     std::vector<long long> apart;

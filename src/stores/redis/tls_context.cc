@@ -6,8 +6,8 @@
 
 #include <boost/asio/ip/address.hpp>
 #include <cerrno>
-#include <cstring>
 #include <fstream>
+#include <system_error>
 
 namespace sluice {
 
@@ -20,7 +20,7 @@ namespace {
 std::optional<std::string> Unreadable(const std::string& path) {
   std::ifstream file(path);
   if (file) return std::nullopt;
-  return std::strerror(errno);
+  return std::generic_category().message(errno);
 }
 
 // OpenSSL's words for why a file was refused, but in the configuration's terms for a key that

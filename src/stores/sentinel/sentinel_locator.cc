@@ -3,9 +3,10 @@
 #include "sentinel_locator.h"
 
 #include <algorithm>
-#include <boost/asio/ip/address.hpp>
 #include <charconv>
 #include <sstream>
+
+#include "tls_context.h"
 
 namespace sluice::redis {
 
