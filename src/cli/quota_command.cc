@@ -33,7 +33,7 @@ T OrFail(Result<T> result) {
 
 // "2025-02-01T00:00:00Z", with milliseconds when there are any.
 std::string Utc(int64_t unix_ms) {
-  const std::time_t seconds = static_cast<std::time_t>(unix_ms / 1000);
+  const auto seconds = static_cast<std::time_t>(unix_ms / 1000);
   std::tm tm{};
   gmtime_r(&seconds, &tm);
   char text[32];

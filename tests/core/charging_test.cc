@@ -38,7 +38,7 @@ class ChargingTest : public ::testing::Test {
   // Three ops whose second meets a refusing bucket, charged under `policy`; what is asked and
   // charged after the refusal is what policies differ in.
   Charges RunPastARefusal(MultiRulePolicy policy) {
-    const Charges c = Run({Op("a", 5), Op("full", 1), Op("b", 5)}, Rules(policy));
+    Charges c = Run({Op("a", 5), Op("full", 1), Op("b", 5)}, Rules(policy));
     EXPECT_TRUE(c.error.ok()) << c.error.message();
     EXPECT_EQ(c.ops.size(), 3u);
     return c;

@@ -3,7 +3,7 @@
 // redis-server) on loopback ports, driven over HTTP. How it speaks HTTP is in
 // gateway_http_test.cc.
 #include <gtest/gtest.h>
-#include <signal.h>
+#include <csignal>
 
 #include <chrono>
 #include <future>
@@ -42,10 +42,11 @@ TEST(GatewayE2eTest, ThreeGatewaysOneRedisAdmitExactlyTheLimit) {
   Upstream upstream;
   const std::string config =
       RedisStore(redis) + "rules:\n  - {name: per-key, key: key, capacity: 100, period: 1h}\n";
-  std::vector<std::unique_ptr<GatewayProcess>> gateways;
-  for (int i = 0; i < 3; ++i)
-    gateways.push_back(std::make_unique<GatewayProcess>(upstream.port(), config));
-  int ok = 0, limited = 0;
+  std::vector<std::unique_ptr<GatewayProcess>> gateways(3);
+  for (auto& gateway : gateways)
+    gateway = std::make_unique<GatewayProcess>(upstream.port(), config);
+  int ok = 0;
+  int limited = 0;
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < 200; ++i) {
     HttpResult r = gateways[i % 3]->Get("/api/orders", {{"X-Api-Key", "ak_abc123"}});

@@ -28,9 +28,9 @@ class KeptAliveConnection {
 
   // Reads the next response; an error leaves `ec` set.
   boost::beast::http::response<boost::beast::http::string_body> Read(boost::beast::error_code& ec) {
-    boost::beast::http::response<boost::beast::http::string_body> response;
-    boost::beast::http::read(socket_, buffer_, response, ec);
-    return response;
+    boost::beast::http::response_parser<boost::beast::http::string_body> parser;
+    boost::beast::http::read(socket_, buffer_, parser, ec);
+    return parser.release();
   }
 
  private:

@@ -23,7 +23,8 @@ std::string Replace(std::string text, const std::string& from, const std::string
 }
 
 TEST(NginxE2eTest, AuthRequestExampleLimitsThroughNginx) {
-  if (system("command -v nginx >/dev/null") != 0)
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): before any thread of the test starts
+  if (std::system("command -v nginx >/dev/null") != 0)
     GTEST_FAIL() << "nginx missing: run scripts/bootstrap";
   e2e::Upstream upstream;
   e2e::GatewayProcess sluice(upstream.port(),

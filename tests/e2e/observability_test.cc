@@ -1,7 +1,7 @@
 // What operators see of a running `sluice serve`: /metrics as promtool reads it, the rate limit
 // service's per-limit statistics, reloads counted, and the access log written and rotated.
 #include <gtest/gtest.h>
-#include <signal.h>
+#include <csignal>
 
 #include <cstdio>
 #include <filesystem>

@@ -58,7 +58,7 @@ TEST(QuotaGatewayTest, AQuotaRejectsWithItsWindowAndTheRefundPolicyGivesTokensBa
   next.tm_mday = 1;
   next.tm_hour = next.tm_min = next.tm_sec = 0;
   next.tm_mon += 1;
-  const int64_t to_month_end = static_cast<int64_t>(timegm(&next) - now);
+  const auto to_month_end = static_cast<int64_t>(timegm(&next) - now);
   const int64_t retry_after = std::stoll(rejected.Header("retry-after"));
   EXPECT_NEAR(static_cast<double>(retry_after), static_cast<double>(to_month_end), 5);
   EXPECT_EQ(PerKeyLeft(gateway, "ak_e2e"), 97);  // the rejected request's token came back

@@ -4,7 +4,7 @@
 // the schema itself, so that a field added without a changed value here fails the test, and a
 // field a reload silently ignores cannot exist.
 #include <gtest/gtest.h>
-#include <signal.h>
+#include <csignal>
 
 #include <filesystem>
 #include <fstream>

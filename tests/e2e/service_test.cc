@@ -3,10 +3,10 @@
 // that need no configuration, or fail for want of one.
 #include <gtest/gtest.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <csignal>
 
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +14,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <system_error>
 
 #include "e2e/processes.h"
 
@@ -42,7 +43,7 @@ class NotifySocket {
     if (abstract) address.sun_path[0] = '\0';
     const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + address_.size());
     if (bind(fd_, reinterpret_cast<const sockaddr*>(&address), length) != 0) {
-      ADD_FAILURE() << "cannot bind " << address_ << ": " << std::strerror(errno);
+      ADD_FAILURE() << "cannot bind " << address_ << ": " << std::generic_category().message(errno);
     }
   }
   ~NotifySocket() {
@@ -73,9 +74,9 @@ class NotifySocket {
 class ScopedEnvironment {
  public:
   ScopedEnvironment(const char* name, const std::string& value) : name_(name) {
-    setenv(name, value.c_str(), 1);
+    setenv(name, value.c_str(), 1);  // NOLINT(concurrency-mt-unsafe): before the process starts
   }
-  ~ScopedEnvironment() { unsetenv(name_); }
+  ~ScopedEnvironment() { unsetenv(name_); }  // NOLINT(concurrency-mt-unsafe): after it ended
   ScopedEnvironment(const ScopedEnvironment&) = delete;
   ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
 

@@ -2,8 +2,9 @@
 // verification. Whatever goes wrong, the password appears nowhere (logs, check-config, answers,
 // /metrics) and the store's address only in the log; credentials rotate at SIGHUP.
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <stdlib.h>
+
+#include <csignal>
+#include <cstdlib>
 
 #include <filesystem>
 #include <fstream>
@@ -24,7 +25,6 @@ using e2e::WaitUntil;
 using std::chrono::milliseconds;
 using testing::Fetch;
 using testing::HttpResult;
-using testing::Process;
 using testing::RedisServer;
 using testing::TlsCertificates;
 
@@ -36,7 +36,7 @@ std::vector<std::string> Answers(const GatewayProcess& gateway, uint16_t rls_jso
   std::vector<std::string> answers;
   auto keep = [&](const HttpResult& r) {
     std::string all = std::to_string(r.status) + "\n";
-    for (const auto& [name, value] : r.headers) all += name + ": " + value + "\n";
+    for (const auto& [name, value] : r.headers) all.append(name).append(": ").append(value) += "\n";
     answers.push_back(all + r.body);
   };
   keep(gateway.Get("/api/x", {{"X-Api-Key", "ak_1"}}));
@@ -106,6 +106,7 @@ void ExpectNowhere(const std::vector<std::string>& answers, const std::string& s
 
 TEST(StoreSecretsE2eTest, AWrongPasswordShowsNowhereAndTheAddressOnlyInTheLog) {
   RedisServer redis({"--requirepass", kPassword});
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): the environment changes before the process starts
   ::setenv("SLUICE_TEST_REDIS_PASSWORD", kWrongPassword, 1);
   GatewayOn on("store: {type: redis, url: 'redis://127.0.0.1:" + std::to_string(redis.port()) +
                "', password: '${SLUICE_TEST_REDIS_PASSWORD}', timeout: 200ms}\n");
@@ -125,13 +126,13 @@ TEST(StoreSecretsE2eTest, AWrongPasswordShowsNowhereAndTheAddressOnlyInTheLog) {
   ExpectNowhere({log}, kWrongPassword);
   const std::string checked = CheckConfig(on.gateway().ConfigPath());
   ExpectNowhere({checked}, kWrongPassword);
-  ::unsetenv("SLUICE_TEST_REDIS_PASSWORD");
+  ::unsetenv("SLUICE_TEST_REDIS_PASSWORD");  // NOLINT(concurrency-mt-unsafe): its processes ended
 }
 
 TEST(StoreSecretsE2eTest, AnUnsetVariableIsRefusedByName) {
   const std::string path = std::filesystem::temp_directory_path() /
                            ("sluice-unset-" + std::to_string(testing::FreePort()) + ".yaml");
-  ::unsetenv("SLUICE_TEST_UNSET");
+  ::unsetenv("SLUICE_TEST_UNSET");  // NOLINT(concurrency-mt-unsafe): before the process starts
   std::ofstream(path) << "rls: {json_listen: 127.0.0.1:1, config: [/nonexistent/]}\n"
                          "store: {type: redis, url: 'redis://127.0.0.1:1',\n"
                          "        password: '${SLUICE_TEST_UNSET}'}\n";
@@ -148,7 +149,7 @@ bool Checked(const GatewayProcess& gateway) {
 
 // A password file for `redis`, holding `password`.
 std::string PasswordFile(const RedisServer& redis, const std::string& password) {
-  const std::string file =
+  std::string file =
       std::filesystem::temp_directory_path() / ("sluice-password-" + std::to_string(redis.port()));
   std::ofstream(file) << password << "\n";
   return file;

@@ -40,10 +40,11 @@ TEST(RedisPipelineTest, ConcurrentChecksShareSocketWrites) {
   std::atomic<int> done{0};
   constexpr int kChecks = 2000;
   for (int i = 0; i < kChecks; ++i) {
-    (*limiter)->Check({{"ip", std::to_string(i)}, {"key", "k"}, {"tenant", "t"}}, [&](Decision d) {
-      EXPECT_TRUE(d.checked);
-      done.fetch_add(1);
-    });
+    (*limiter)->Check({{"ip", std::to_string(i)}, {"key", "k"}, {"tenant", "t"}},
+                      [&](const Decision& d) {
+                        EXPECT_TRUE(d.checked);
+                        done.fetch_add(1);
+                      });
   }
   ASSERT_TRUE(testing::WaitUntil([&] { return done.load() == kChecks; }));
   const RedisStoreStats after = store->Stats();
@@ -65,7 +66,7 @@ TEST(RedisPipelineTest, ChecksThatWaitForAnAnswerGoInTheNextCallTogether) {
   std::atomic<int> done{0};
   constexpr int kChecks = 40;
   for (int i = 0; i < kChecks; ++i) {
-    limiter->Check({{"key", std::to_string(i)}}, [&](Decision d) {
+    limiter->Check({{"key", std::to_string(i)}}, [&](const Decision& d) {
       checked.fetch_add(d.checked ? 1 : 0);
       done.fetch_add(1);
     });
@@ -338,7 +339,7 @@ TEST(RedisBadInputTest, HostileValuesBecomeSafeDistinctKeys) {
     EXPECT_EQ(d.verdicts.at(0).remaining, 99) << "value \"" << v << "\" shared a bucket";
   }
   EXPECT_EQ(server.Client()->Integer({"DBSIZE"}), static_cast<long long>(values.size()));
-  Decision big = limiter->CheckBlocking({{"key", std::string(10 * 1024, 'x')}});
+  Decision big = limiter->CheckBlocking({{"key", std::string(size_t{10} * 1024, 'x')}});
   EXPECT_FALSE(big.allowed);
   EXPECT_EQ(big.error.code(), StatusCode::kInvalidArgument);
 }

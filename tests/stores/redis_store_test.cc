@@ -36,11 +36,11 @@ bool RecoversWithin(const Limiter& limiter, milliseconds limit) {
 TEST(RedisAtomicityTest, FiftyThreadsOnOneBucketAdmitExactlyItsCapacity) {
   RedisServer server;
   // Five gateways, ten threads each, all on one bucket of 100 that refills too slowly to matter.
-  std::vector<std::unique_ptr<Limiter>> gateways;
-  for (int g = 0; g < 5; ++g)
-    gateways.push_back(MakeLimiter(Connect(server.Options()), kHundredPerHour));
+  std::vector<std::unique_ptr<Limiter>> gateways(5);
+  for (auto& gateway : gateways) gateway = MakeLimiter(Connect(server.Options()), kHundredPerHour);
   std::atomic<int> admitted{0};
   std::vector<std::thread> threads;
+  threads.reserve(50);
   for (int t = 0; t < 50; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 10; ++i) {
@@ -69,6 +69,7 @@ TEST(RedisAtomicityTest, SeparateReadDecideWriteLetsMoreThanCapacityThrough) {
   RedisServer server;
   std::atomic<int> admitted{0};
   std::vector<std::thread> threads;
+  threads.reserve(50);
   for (int t = 0; t < 50; ++t) {
     threads.emplace_back([&] {
       RedisClient client(server.port());
@@ -125,8 +126,10 @@ TEST(RedisScriptTest, ScriptFlushUnderLoadReachesNoCallerAndChargesOnce) {
   auto limiter = MakeLimiter(store, big);
   auto client = server.Client();
   std::atomic<bool> stop{false};
-  std::atomic<int> errors{0}, allowed{0};
+  std::atomic<int> errors{0};
+  std::atomic<int> allowed{0};
   std::vector<std::thread> threads;
+  threads.reserve(8);
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&] {
       while (!stop) {
