@@ -1,5 +1,7 @@
 #include "store_loop.h"
 
+#include <openssl/crypto.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -44,6 +46,10 @@ class OwnThreads {
   static OwnThreads& Get() {
     static OwnThreads* const threads = [] {
       auto* made = new OwnThreads;
+      // OpenSSL frees its locks in an exit handler of its own, registered when it is first
+      // initialized, which may be on one of these threads (libpq's or a TLS connection's): made
+      // here first, it runs after StopAll, once no thread can still hold one of its locks.
+      OPENSSL_init_crypto(0, nullptr);
       std::atexit([] { Get().StopAll(); });
       return made;
     }();
