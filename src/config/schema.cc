@@ -141,6 +141,12 @@ constexpr std::array kSchema{
                 &SameKeepalive<&RlsKeepalive::max_connection_age_grace>},
 };
 
+// Whether the dotted `path` is a field of `section` ("store.tls.verify" of "store" and of
+// "store.tls").
+bool IsBelow(std::string_view path, std::string_view section) {
+  return path.size() > section.size() && path.starts_with(section) && path[section.size()] == '.';
+}
+
 // The sections whose fields are compared by their text as written: one field can set several
 // options (a store's url: its host, port, database, TLS and credentials), and which fields a
 // section takes depends on its type. Each is compared whole first, so that the same options
@@ -156,10 +162,7 @@ constexpr std::array kTextSections{
 
 const TextSection* TextSectionOf(std::string_view path) {
   for (const TextSection& section : kTextSections) {
-    if (path.starts_with(section.path) && path.size() > section.path.size() &&
-        path[section.path.size()] == '.') {
-      return &section;
-    }
+    if (IsBelow(path, section.path)) return &section;
   }
   return nullptr;
 }
@@ -189,10 +192,7 @@ std::vector<std::string_view> KeysOf(std::string_view section) {
   for (const SchemaField& field : kSchema) {
     std::string_view path = field.path;
     if (!section.empty()) {
-      if (!path.starts_with(section) || path.size() <= section.size() ||
-          path[section.size()] != '.') {
-        continue;
-      }
+      if (!IsBelow(path, section)) continue;
       path.remove_prefix(section.size() + 1);
     }
     const std::string_view key = path.substr(0, path.find('.'));
