@@ -141,7 +141,8 @@ void ParseDeciding(const YamlField& root, Config& config) {
   if (root.Has("key_prefix")) config.key_prefix = root["key_prefix"].String();
   if (root.Has("hash_tag_values")) config.hash_tag_values = root["hash_tag_values"].Bool();
   if (root.Has("over_limit_cache")) {
-    config.over_limit_cache_keys = ParseOverLimitCacheKeys(root["over_limit_cache"]);
+    config.over_limit_cache_keys =
+        ParseOverLimitCacheKeys(root["over_limit_cache"], "over_limit_cache");
   }
   if (root.Has("near_limit_ratio")) {
     config.near_limit_ratio = root["near_limit_ratio"].Fraction(0, 1);

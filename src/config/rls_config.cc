@@ -38,7 +38,7 @@ RlsKeepalive ParseRlsKeepalive(const YamlField& f) {
 
 // `response_headers: {limit, remaining, reset}`: the names of the headers, each defaulted.
 RlsHeaderNames ParseRlsHeaderNames(const YamlField& headers) {
-  headers.ExpectMap({"limit", "remaining", "reset"});
+  headers.ExpectMap(KeysOf("rls.response_headers"));
   RlsHeaderNames names;
   if (headers.Has("limit")) names.limit = headers["limit"].String();
   if (headers.Has("remaining")) names.remaining = headers["remaining"].String();
@@ -86,8 +86,8 @@ void ParseRlsBounds(const YamlField& f, RlsConfig& rls) {
 
 }  // namespace
 
-size_t ParseOverLimitCacheKeys(const YamlField& cache) {
-  cache.ExpectMap({"max_keys"});
+size_t ParseOverLimitCacheKeys(const YamlField& cache, std::string_view section) {
+  cache.ExpectMap(KeysOf(section));
   return cache.Has("max_keys") ? static_cast<size_t>(cache["max_keys"].Integer(1, 100'000'000))
                                : 100'000;
 }
@@ -101,7 +101,8 @@ RlsConfig ParseRls(const YamlField& f, const std::string& source, FailurePolicy 
   if (f.Has("response_headers")) rls.response_headers = ParseRlsHeaderNames(f["response_headers"]);
   if (f.Has("policy")) rls.policy = f["policy"].Require(ParsePolicy(f["policy"].String()));
   if (f.Has("over_limit_cache")) {
-    rls.over_limit_cache_keys = ParseOverLimitCacheKeys(f["over_limit_cache"]);
+    rls.over_limit_cache_keys =
+        ParseOverLimitCacheKeys(f["over_limit_cache"], "rls.over_limit_cache");
   }
   if (f.Has("quota_mode")) rls.quota_mode = f["quota_mode"].Bool();
   if (f.Has("near_limit_ratio")) rls.near_limit_ratio = f["near_limit_ratio"].Fraction(0, 1);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/network.h"
@@ -85,8 +86,8 @@ struct RlsConfig {
 // relative descriptor paths are taken from; `failure` is the top-level `failure`, the default.
 RlsConfig ParseRls(const YamlField& f, const std::string& source, FailurePolicy failure);
 
-// `over_limit_cache: {max_keys: N}` or `{}` (the gateway's and the service's): how many buckets
-// an over-limit cache remembers at most.
-size_t ParseOverLimitCacheKeys(const YamlField& cache);
+// `over_limit_cache: {max_keys: N}` or `{}` (the gateway's and the service's, `section` naming
+// which in the schema): how many buckets an over-limit cache remembers at most.
+size_t ParseOverLimitCacheKeys(const YamlField& cache, std::string_view section);
 
 }  // namespace sluice::config

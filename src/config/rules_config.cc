@@ -4,6 +4,7 @@
 #include <string>
 
 #include "config/quota_store_config.h"
+#include "config/schema.h"
 
 namespace sluice::config {
 namespace {
@@ -45,7 +46,7 @@ void ParseCounting(const YamlField& f, LocalCounting& counting) {
   if (f.Has("lease")) {
     YamlField lease = f["lease"];
     if (counting.mode != Counting::kLeased) lease.Fail("needs counting: leased");
-    lease.ExpectMap({"max_fraction", "ttl"});
+    lease.ExpectMap(KeysOf("rules[].lease"));
     if (lease.Has("max_fraction"))
       counting.lease_max_fraction = lease["max_fraction"].Fraction(0, 1);
     if (lease.Has("ttl")) counting.lease_ttl_ms = lease["ttl"].Duration().count();
@@ -54,7 +55,7 @@ void ParseCounting(const YamlField& f, LocalCounting& counting) {
 
 // `cost_from: {response_header: NAME}`: the cost a response reports, charged after it.
 std::string ParseCostFrom(const YamlField& from) {
-  from.ExpectMap({"response_header"});
+  from.ExpectMap(KeysOf("rules[].cost_from"));
   if (!from.Has("response_header")) from.Fail("needs response_header");
   std::string header = from["response_header"].String();
   if (header.empty()) from["response_header"].Fail("must not be empty");
@@ -69,7 +70,7 @@ Algorithm ParseAlgorithm(const YamlField& f) {
 }
 
 ReplicaWait ParseWait(const YamlField& wait) {
-  wait.ExpectMap({"replicas", "timeout"});
+  wait.ExpectMap(KeysOf("rules[].wait"));
   if (!wait.Has("replicas") || !wait.Has("timeout")) wait.Fail("needs replicas and timeout");
   return {.replicas = static_cast<int>(wait["replicas"].Integer(1, 64)),
           .timeout_ms = wait["timeout"].Duration().count()};
@@ -77,7 +78,7 @@ ReplicaWait ParseWait(const YamlField& wait) {
 
 // `match: {methods: [...], path_prefix: ...}`: which requests the rule applies to.
 void ParseMatch(const YamlField& match, Rule& rule) {
-  match.ExpectMap({"methods", "path_prefix"});
+  match.ExpectMap(KeysOf("rules[].match"));
   if (match.Has("methods")) {
     match["methods"].ForEach([&](const YamlField& m) { rule.methods.push_back(m.String()); });
   }
@@ -88,15 +89,13 @@ void ParseMatch(const YamlField& match, Rule& rule) {
 // taken from the rule's.
 void ParseOverrides(const YamlField& overrides, Rule& rule) {
   overrides.ForEachEntry([&](const std::string& value, const YamlField& o) {
-    o.ExpectMap({"capacity", "tokens", "period"});
+    o.ExpectMap(KeysOf("rules[].overrides.*"));
     rule.overrides.emplace(value, ParseLimit(o, rule.limit));
   });
 }
 
 Rule ParseRule(const YamlField& f) {
-  f.ExpectMap({"name", "key", "bucket", "capacity", "tokens", "period", "cost", "cost_from",
-               "shadow", "match", "overrides", "wait", "algorithm", "counting", "sync_interval",
-               "lease", "durable"});
+  f.ExpectMap(KeysOf("rules[]"));
   for (const char* required : {"name", "key", "capacity", "period"}) {
     if (!f.Has(required)) f.Fail(std::string("needs a ") + required);
   }

@@ -98,10 +98,31 @@ constexpr std::array kSchema{
     SchemaField{"client.api_key_header", kReloads, nullptr},
     SchemaField{"client.tenant_header", kReloads, nullptr},
     SchemaField{"tenants", kReloads, nullptr},
-    SchemaField{"rules", kReloads, nullptr},
+    SchemaField{"rules[].name", kReloads, nullptr},
+    SchemaField{"rules[].key", kReloads, nullptr},
+    SchemaField{"rules[].bucket", kReloads, nullptr},
+    SchemaField{"rules[].capacity", kReloads, nullptr},
+    SchemaField{"rules[].tokens", kReloads, nullptr},
+    SchemaField{"rules[].period", kReloads, nullptr},
+    SchemaField{"rules[].cost", kReloads, nullptr},
+    SchemaField{"rules[].cost_from.response_header", kReloads, nullptr},
+    SchemaField{"rules[].shadow", kReloads, nullptr},
+    SchemaField{"rules[].match.methods", kReloads, nullptr},
+    SchemaField{"rules[].match.path_prefix", kReloads, nullptr},
+    SchemaField{"rules[].overrides.*.capacity", kReloads, nullptr},
+    SchemaField{"rules[].overrides.*.tokens", kReloads, nullptr},
+    SchemaField{"rules[].overrides.*.period", kReloads, nullptr},
+    SchemaField{"rules[].wait.replicas", kReloads, nullptr},
+    SchemaField{"rules[].wait.timeout", kReloads, nullptr},
+    SchemaField{"rules[].algorithm", kReloads, nullptr},
+    SchemaField{"rules[].counting", kReloads, nullptr},
+    SchemaField{"rules[].sync_interval", kReloads, nullptr},
+    SchemaField{"rules[].lease.max_fraction", kReloads, nullptr},
+    SchemaField{"rules[].lease.ttl", kReloads, nullptr},
+    SchemaField{"rules[].durable", kReloads, nullptr},
     SchemaField{"key_prefix", kReloads, nullptr},
     SchemaField{"hash_tag_values", kReloads, nullptr},
-    SchemaField{"over_limit_cache", kReloads, nullptr},
+    SchemaField{"over_limit_cache.max_keys", kReloads, nullptr},
     SchemaField{"near_limit_ratio", kReloads, nullptr},
     SchemaField{"max_body_bytes", kRestart, &Same<&Config::max_body_bytes>},
     SchemaField{"max_header_bytes", kRestart, &Same<&Config::max_header_bytes>},
@@ -121,9 +142,11 @@ constexpr std::array kSchema{
                 &SameInOptional<&Config::rls, &RlsConfig::json_listen>},
     SchemaField{"rls.config", kReloads, nullptr},
     SchemaField{"rls.failure", kReloads, nullptr},
-    SchemaField{"rls.response_headers", kReloads, nullptr},
+    SchemaField{"rls.response_headers.limit", kReloads, nullptr},
+    SchemaField{"rls.response_headers.remaining", kReloads, nullptr},
+    SchemaField{"rls.response_headers.reset", kReloads, nullptr},
     SchemaField{"rls.policy", kReloads, nullptr},
-    SchemaField{"rls.over_limit_cache", kReloads, nullptr},
+    SchemaField{"rls.over_limit_cache.max_keys", kReloads, nullptr},
     SchemaField{"rls.quota_mode", kReloads, nullptr},
     SchemaField{"rls.near_limit_ratio", kReloads, nullptr},
     SchemaField{"rls.max_message_bytes", kRestart,
@@ -195,7 +218,7 @@ std::vector<std::string_view> KeysOf(std::string_view section) {
       if (!IsBelow(path, section)) continue;
       path.remove_prefix(section.size() + 1);
     }
-    const std::string_view key = path.substr(0, path.find('.'));
+    const std::string_view key = path.substr(0, path.find_first_of(".["));
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
   }
   return keys;

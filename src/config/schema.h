@@ -18,9 +18,11 @@ enum class OnReload {
   kRestart,  // the servers, pools or stores were built with it: the reload is refused
 };
 
-// One field: a key of the file, or a list whose items all reload (`rules`).
+// One field of the file. Its path is dotted ("upstream.pool"); a step ending in `[]` is each item
+// of a list ("rules[].capacity": the capacity of every rule), and a `*` step is each key of a
+// mapping whose keys are the user's ("rules[].overrides.*.period").
 struct SchemaField {
-  std::string_view path;  // the dotted YAML path: "upstream.pool"
+  std::string_view path;
   OnReload on_reload;
   // Whether `a` and `b` hold the same value of this field (its section's presence included).
   // Null for a field that reloads, and for one of `store` and `quota_store`, which are compared
@@ -31,8 +33,9 @@ struct SchemaField {
 // Every field, in the order the documentation lists them.
 std::span<const SchemaField> Schema();
 
-// The keys the mapping at `section` accepts ("" for the top of the file, "upstream", "rls"): the
-// first step of the paths below it, in the schema's order.
+// The keys the mapping at `section` accepts ("" for the top of the file, "upstream", "rules[]",
+// "rules[].overrides.*"): the first step of the paths below it, without a list's `[]`, in the
+// schema's order.
 std::vector<std::string_view> KeysOf(std::string_view section);
 
 // Whether a reload compares `field` by its text as written (Config::field_texts): the fields of

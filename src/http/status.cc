@@ -124,6 +124,15 @@ json StoreJson(const config::StoreConfig& store) {
   return out;
 }
 
+// A local counting mode's own settings.
+void CountingSettingsJson(const LocalCounting& counting, json& out) {
+  if (counting.mode == Counting::kSynced) out["sync_interval_ms"] = counting.sync_interval_ms;
+  if (counting.mode == Counting::kLeased) {
+    out["lease"] = {{"max_fraction", counting.lease_max_fraction},
+                    {"ttl_ms", counting.lease_ttl_ms}};
+  }
+}
+
 json RuleJson(const Rule& rule, bool reveal) {
   json out = {{"name", rule.name},
               {"key", rule.attribute},
@@ -136,6 +145,11 @@ json RuleJson(const Rule& rule, bool reveal) {
   if (!rule.methods.empty()) out["methods"] = rule.methods;
   if (!rule.path_prefix.empty()) out["path_prefix"] = rule.path_prefix;
   if (!rule.cost_from_header.empty()) out["cost_from"] = rule.cost_from_header;
+  if (rule.durable) out["durable"] = true;
+  if (rule.wait.replicas > 0) {
+    out["wait"] = {{"replicas", rule.wait.replicas}, {"timeout_ms", rule.wait.timeout_ms}};
+  }
+  CountingSettingsJson(rule.counting, out);
   if (!rule.overrides.empty()) {
     json overrides = json::object();
     for (const auto& [value, limit] : rule.overrides) {

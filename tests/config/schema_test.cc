@@ -39,6 +39,10 @@ TEST(SchemaTest, TheKeysOfASectionAreTheFirstStepsBelowIt) {
   EXPECT_FALSE(Has(KeysOf("store"), "ca_file"));
   EXPECT_TRUE(Has(KeysOf("store.tls"), "ca_file"));
   EXPECT_TRUE(Has(KeysOf("rls.keepalive"), "max_connection_age_grace"));
+  EXPECT_TRUE(Has(KeysOf(""), "rules"));
+  EXPECT_TRUE(Has(KeysOf("rules[]"), "capacity"));
+  EXPECT_TRUE(Has(KeysOf("rules[].overrides.*"), "period"));
+  EXPECT_FALSE(Has(KeysOf("rules[]"), "max_fraction"));
   EXPECT_TRUE(KeysOf("no_such_section").empty());
 }
 

@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 #include <csignal>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +44,16 @@ std::vector<std::string_view> Steps(std::string_view path) {
   steps.push_back(path);
   return steps;
 }
+
+// The list that `path` is a field of each item of ("rules" of "rules[].capacity").
+std::optional<std::string_view> ListOf(std::string_view path) {
+  const size_t items = path.find("[]");
+  if (items == std::string_view::npos) return std::nullopt;
+  return path.substr(0, items);
+}
+
+// A change of a rule's field: the list of rules with that one rule.
+Change RuleChange(const std::string& rule) { return {"", {{"rules", "[" + rule + "]"}}}; }
 
 // Whether `log` refuses a reload by naming `path` or its section (a field of `store.tls` on a
 // URL without TLS is refused for `store.tls`): because it needs a restart, or because the file
@@ -92,10 +104,15 @@ class SchemaWalk {
     }
     std::ofstream file(Path());
     std::vector<std::string_view> open;  // the sections written last, outermost first
+    std::vector<std::string_view> written;
     for (const SchemaField& field : Schema()) {
-      auto it = values.find(field.path);
+      // A list's fields are written as the whole list, in flow style, once.
+      const std::string_view key = ListOf(field.path).value_or(field.path);
+      if (std::find(written.begin(), written.end(), key) != written.end()) continue;
+      written.push_back(key);
+      auto it = values.find(key);
       if (it == values.end() || it->second.empty()) continue;
-      std::vector<std::string_view> steps = Steps(field.path);
+      std::vector<std::string_view> steps = Steps(key);
       size_t shared = 0;
       while (shared < open.size() && shared + 1 < steps.size() && open[shared] == steps[shared]) {
         ++shared;
@@ -175,7 +192,7 @@ class SchemaWalk {
         {"rules", "[{name: per-key, key: key, capacity: 5, period: 1h}]"},
         {"key_prefix", "\"rl:\""},
         {"hash_tag_values", "false"},
-        {"over_limit_cache", "{max_keys: 100}"},
+        {"over_limit_cache.max_keys", "100"},
         {"near_limit_ratio", "0.8"},
         {"max_body_bytes", "100000"},
         {"max_header_bytes", "16384"},
@@ -191,9 +208,8 @@ class SchemaWalk {
         {"rls.json_listen", "127.0.0.1:" + Port()},
         {"rls.config", "[" + Dir() + "/descriptors/]"},
         {"rls.failure", "open"},
-        {"rls.response_headers", "{}"},
         {"rls.policy", "charge-all"},
-        {"rls.over_limit_cache", "{max_keys: 100}"},
+        {"rls.over_limit_cache.max_keys", "100"},
         {"rls.quota_mode", "false"},
         {"rls.near_limit_ratio", "0.8"},
         {"rls.max_message_bytes", "1048576"},
@@ -263,10 +279,54 @@ class SchemaWalk {
         {"client.api_key_header", {"X-Key"}},
         {"client.tenant_header", {"X-Tenant"}},
         {"tenants", {"{k1: acme}"}},
-        {"rules", {"[{name: per-key, key: key, capacity: 9, period: 1h}]"}},
+        {"rules[].name", RuleChange("{name: other, key: key, capacity: 5, period: 1h}")},
+        {"rules[].key", RuleChange("{name: per-key, key: ip, capacity: 5, period: 1h}")},
+        {"rules[].bucket",
+         RuleChange("{name: per-key, key: key, capacity: 5, period: 1h, bucket: keys}")},
+        {"rules[].capacity", RuleChange("{name: per-key, key: key, capacity: 9, period: 1h}")},
+        {"rules[].tokens",
+         RuleChange("{name: per-key, key: key, capacity: 5, period: 1h, tokens: 2}")},
+        {"rules[].period", RuleChange("{name: per-key, key: key, capacity: 5, period: 2h}")},
+        {"rules[].cost", RuleChange("{name: per-key, key: key, capacity: 5, period: 1h, cost: 2}")},
+        {"rules[].cost_from.response_header",
+         RuleChange("{name: per-key, key: key, capacity: 5, period: 1h, cost_from: "
+                    "{response_header: X-Cost}}")},
+        {"rules[].shadow",
+         RuleChange("{name: per-key, key: key, capacity: 5, period: 1h, shadow: true}")},
+        {"rules[].match.methods",
+         RuleChange("{name: per-key, key: key, capacity: 5, period: 1h, match: {methods: [GET]}}")},
+        {"rules[].match.path_prefix",
+         RuleChange(
+             "{name: per-key, key: key, capacity: 5, period: 1h, match: {path_prefix: /api}}")},
+        {"rules[].overrides.*.capacity",
+         RuleChange(
+             "{name: per-key, key: key, capacity: 5, period: 1h, overrides: {k1: {capacity: 7}}}")},
+        {"rules[].overrides.*.tokens",
+         RuleChange(
+             "{name: per-key, key: key, capacity: 5, period: 1h, overrides: {k1: {tokens: 2}}}")},
+        {"rules[].overrides.*.period",
+         RuleChange(
+             "{name: per-key, key: key, capacity: 5, period: 1h, overrides: {k1: {period: 2h}}}")},
+        {"rules[].wait.replicas", RuleChange("{name: per-key, key: key, capacity: 5, period: 1h, "
+                                             "wait: {replicas: 1, timeout: 10ms}}")},
+        {"rules[].wait.timeout", RuleChange("{name: per-key, key: key, capacity: 5, period: 1h, "
+                                            "wait: {replicas: 1, timeout: 20ms}}")},
+        {"rules[].algorithm",
+         RuleChange("{name: per-key, key: key, capacity: 5, period: 1h, algorithm: gcra}")},
+        {"rules[].counting",
+         RuleChange("{name: per-key, key: key, capacity: 5, period: 1h, counting: synced}")},
+        {"rules[].sync_interval", RuleChange("{name: per-key, key: key, capacity: 5, period: 1h, "
+                                             "counting: synced, sync_interval: 50ms}")},
+        {"rules[].lease.max_fraction",
+         RuleChange("{name: per-key, key: key, capacity: 5, period: 1h, counting: leased, lease: "
+                    "{max_fraction: 0.2}}")},
+        {"rules[].lease.ttl", RuleChange("{name: per-key, key: key, capacity: 5, period: 1h, "
+                                         "counting: leased, lease: {ttl: 2s}}")},
+        {"rules[].durable",
+         RuleChange("{name: per-key, key: key, capacity: 5, period: 1h, durable: true}")},
         {"key_prefix", {"\"rl2:\""}},
         {"hash_tag_values", {"true"}},
-        {"over_limit_cache", {"{max_keys: 200}"}},
+        {"over_limit_cache.max_keys", {"200"}},
         {"near_limit_ratio", {"0.5"}},
         {"max_body_bytes", {"200000"}},
         {"max_header_bytes", {"32768"}},
@@ -282,9 +342,11 @@ class SchemaWalk {
         {"rls.json_listen", {"127.0.0.1:" + Port()}},
         {"rls.config", {"[" + Dir() + "/descriptors/edge.yaml]"}},
         {"rls.failure", {"closed"}},
-        {"rls.response_headers", {"{limit: X-Limit}"}},
+        {"rls.response_headers.limit", {"X-Limit"}},
+        {"rls.response_headers.remaining", {"X-Remaining"}},
+        {"rls.response_headers.reset", {"X-Reset"}},
         {"rls.policy", {"refund"}},
-        {"rls.over_limit_cache", {"{max_keys: 200}"}},
+        {"rls.over_limit_cache.max_keys", {"200"}},
         {"rls.quota_mode", {"true"}},
         {"rls.near_limit_ratio", {"0.5"}},
         {"rls.max_message_bytes", {"2097152"}},
