@@ -28,7 +28,7 @@ endif()
 file(CONFIGURE OUTPUT "${OUTPUT_DIR}/build_info.h" CONTENT [[
 // Written by cmake/build_info.cmake at build time.
 #pragma once
-#define SLUICE_VERSION "@version@"
+#define SLUICE_BUILD_VERSION "@version@"  // with +dirty for a changed tree
 #define SLUICE_COMMIT "@commit@"  // empty when not built from a git checkout
 ]] @ONLY)
 file(CONFIGURE OUTPUT "${OUTPUT_DIR}/package_version.cmake" CONTENT [[

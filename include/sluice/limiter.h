@@ -9,7 +9,6 @@
 #include <utility>
 #include <vector>
 
-#include "sluice/async_callback.h"
 #include "sluice/decision.h"
 #include "sluice/over_limit_cache.h"
 #include "sluice/quota_store.h"
@@ -95,22 +94,12 @@ class Limiter {
                                                  std::shared_ptr<Store> store);
   ~Limiter();
 
-  // Decides `request` and calls `done` once, inline or on the store's thread. Store errors
+  // Decides `request` and calls `done` once, inline or on the store's thread (AsyncCheck in
+  // <sluice/limiter_async.h> takes an Asio completion token instead). Store errors
   // become a decision made by the failure policy (checked = false, error set). A request with
   // an attribute value that cannot be made a key is refused: allowed = false, checked = false,
   // error kInvalidArgument, whatever the failure policy.
   void Check(const Request& request, DecisionCallback done) const;
-
-  // Check with any Asio completion token: a callback, asio::use_awaitable, asio::use_future.
-  // The completion runs on the token's associated executor, never inside this call
-  // (AsyncFromCallback).
-  template <typename CompletionToken>
-  auto AsyncCheck(const Request& request, CompletionToken&& token) const {
-    return AsyncFromCallback<Decision>(
-        // A copy: an awaitable starts only when awaited, maybe after `request` is gone.
-        [this, request](DecisionCallback done) { Check(request, std::move(done)); },
-        std::forward<CompletionToken>(token));
-  }
 
   // Check, waiting for the decision. Must not be called on the store's own thread.
   Decision CheckBlocking(const Request& request) const;
@@ -127,16 +116,6 @@ class Limiter {
   // false with the error (the charge is lost), whatever the failure policy. Other rules have no
   // verdict.
   void Report(const Request& request, const ReportedCost& cost, DecisionCallback done) const;
-
-  // Report with any Asio completion token, as AsyncCheck.
-  template <typename CompletionToken>
-  auto AsyncReport(const Request& request, ReportedCost cost, CompletionToken&& token) const {
-    return AsyncFromCallback<Decision>(
-        [this, request, cost = std::move(cost)](DecisionCallback done) {
-          Report(request, cost, std::move(done));
-        },
-        std::forward<CompletionToken>(token));
-  }
 
   const std::vector<Rule>& rules() const;
   const LimiterOptions& options() const;

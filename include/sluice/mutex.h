@@ -14,23 +14,23 @@ namespace sluice {
 
 // A std::mutex that the analysis knows as a lock, and that knows which thread holds it, so that
 // a function which needs it held can assert so in debug builds.
-class CAPABILITY("mutex") Mutex {
+class SLUICE_CAPABILITY("mutex") Mutex {
  public:
   Mutex() = default;
   Mutex(const Mutex&) = delete;
   Mutex& operator=(const Mutex&) = delete;
 
-  void Lock() ACQUIRE() {
+  void Lock() SLUICE_ACQUIRE() {
     mutex_.lock();
     holder_.store(std::this_thread::get_id(), std::memory_order_relaxed);
   }
-  void Unlock() RELEASE() {
+  void Unlock() SLUICE_RELEASE() {
     holder_.store(std::thread::id(), std::memory_order_relaxed);
     mutex_.unlock();
   }
   // Fails (in debug builds) unless the calling thread holds the mutex; after it the analysis
   // takes the mutex as held, where it cannot see that itself (a callback run under the lock).
-  void AssertHeld() const ASSERT_CAPABILITY(this) {
+  void AssertHeld() const SLUICE_ASSERT_CAPABILITY(this) {
     assert(holder_.load(std::memory_order_relaxed) == std::this_thread::get_id());
   }
 
@@ -42,10 +42,10 @@ class CAPABILITY("mutex") Mutex {
 };
 
 // Holds a Mutex for its scope.
-class SCOPED_CAPABILITY MutexLock {
+class SLUICE_SCOPED_CAPABILITY MutexLock {
  public:
-  explicit MutexLock(Mutex* mutex) ACQUIRE(mutex) : mutex_(mutex) { mutex_->Lock(); }
-  ~MutexLock() RELEASE() { mutex_->Unlock(); }
+  explicit MutexLock(Mutex* mutex) SLUICE_ACQUIRE(mutex) : mutex_(mutex) { mutex_->Lock(); }
+  ~MutexLock() SLUICE_RELEASE() { mutex_->Unlock(); }
   MutexLock(const MutexLock&) = delete;
   MutexLock& operator=(const MutexLock&) = delete;
 
@@ -62,14 +62,15 @@ class CondVar {
   CondVar& operator=(const CondVar&) = delete;
 
   // Waits until notified (or woken spuriously: callers loop on their condition).
-  void Wait(Mutex* mutex) REQUIRES(mutex) {
+  void Wait(Mutex* mutex) SLUICE_REQUIRES(mutex) {
     std::unique_lock<std::mutex> lock = Release(mutex);
     condition_.wait(lock);
     Reacquire(mutex, lock);
   }
   // Waits until notified or `deadline`; false when the deadline passed.
   template <typename Clock, typename Duration>
-  bool WaitUntil(Mutex* mutex, std::chrono::time_point<Clock, Duration> deadline) REQUIRES(mutex) {
+  bool WaitUntil(Mutex* mutex, std::chrono::time_point<Clock, Duration> deadline)
+      SLUICE_REQUIRES(mutex) {
     std::unique_lock<std::mutex> lock = Release(mutex);
     const bool notified = condition_.wait_until(lock, deadline) == std::cv_status::no_timeout;
     Reacquire(mutex, lock);
@@ -77,7 +78,7 @@ class CondVar {
   }
   // Waits until notified or `timeout` has passed; false when it passed.
   template <typename Rep, typename Period>
-  bool WaitFor(Mutex* mutex, std::chrono::duration<Rep, Period> timeout) REQUIRES(mutex) {
+  bool WaitFor(Mutex* mutex, std::chrono::duration<Rep, Period> timeout) SLUICE_REQUIRES(mutex) {
     return WaitUntil(mutex, std::chrono::steady_clock::now() + timeout);
   }
   void Signal() { condition_.notify_one(); }

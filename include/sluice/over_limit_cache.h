@@ -24,21 +24,22 @@ class OverLimitCache {
   OverLimitCache(std::shared_ptr<const Clock> clock, size_t max_keys);
 
   // Remembers that `key` stays over its limit for `retry_ms` more milliseconds.
-  void Remember(const std::string& key, int64_t retry_ms) EXCLUDES(mutex_);
+  void Remember(const std::string& key, int64_t retry_ms) SLUICE_EXCLUDES(mutex_);
 
   // How many more milliseconds `key` is known to stay over its limit; 0 when it is not.
-  int64_t RetryMs(const std::string& key) const EXCLUDES(mutex_);
+  int64_t RetryMs(const std::string& key) const SLUICE_EXCLUDES(mutex_);
 
-  size_t size() const EXCLUDES(mutex_);
+  size_t size() const SLUICE_EXCLUDES(mutex_);
 
  private:
   // Drops the entries whose time has passed.
-  void DropExpired(int64_t now) const REQUIRES(mutex_);
+  void DropExpired(int64_t now) const SLUICE_REQUIRES(mutex_);
 
   const std::shared_ptr<const Clock> clock_;
   const size_t max_keys_;
   mutable Mutex mutex_;
-  mutable std::unordered_map<std::string, int64_t> until_ GUARDED_BY(mutex_);  // key -> clock ms
+  mutable std::unordered_map<std::string, int64_t> until_
+      SLUICE_GUARDED_BY(mutex_);  // key -> clock ms
 };
 
 }  // namespace sluice

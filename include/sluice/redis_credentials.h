@@ -38,14 +38,14 @@ class RedisCredentials {
   Result<Values> Read() const;
 
   // Puts `values` in force for the connections made from now on.
-  void Use(Values values) EXCLUDES(mutex_);
+  void Use(Values values) SLUICE_EXCLUDES(mutex_);
 
   // The password for AUTH to the server (empty: no AUTH).
-  std::string Password() const EXCLUDES(mutex_);
+  std::string Password() const SLUICE_EXCLUDES(mutex_);
   // The password for AUTH to the sentinels.
-  std::string SentinelPassword() const EXCLUDES(mutex_);
+  std::string SentinelPassword() const SLUICE_EXCLUDES(mutex_);
   // The TLS context for new connections; null without TLS.
-  std::shared_ptr<const TlsContext> Tls() const EXCLUDES(mutex_);
+  std::shared_ptr<const TlsContext> Tls() const SLUICE_EXCLUDES(mutex_);
 
   // What the credentials are read from; public for Load's helpers.
   struct Sources {
@@ -62,7 +62,7 @@ class RedisCredentials {
 
   const Sources sources_;
   mutable Mutex mutex_;
-  Values values_ GUARDED_BY(mutex_);
+  Values values_ SLUICE_GUARDED_BY(mutex_);
 };
 
 }  // namespace sluice

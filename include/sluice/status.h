@@ -24,7 +24,7 @@ enum class StatusCode {
 };
 
 // The outcome of an operation: ok, or a code with a message for people.
-class Status {
+class [[nodiscard]] Status {
  public:
   // An ok status.
   Status() = default;
@@ -70,7 +70,7 @@ const char* StatusCodeName(StatusCode code);
 
 // Either a value or the Status that explains why there is none.
 template <typename T>
-class Result {
+class [[nodiscard]] Result {
  public:
   Result(T value) : state_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : state_(std::move(status)) {  // NOLINT(google-explicit-constructor)

@@ -5,7 +5,7 @@
 namespace sluice::cli {
 
 std::string VersionLine() {
-  std::string line = "sluice " SLUICE_VERSION;
+  std::string line = "sluice " SLUICE_BUILD_VERSION;
   if (const std::string commit = SLUICE_COMMIT; !commit.empty()) {
     line += " (commit " + commit + ")";
   }

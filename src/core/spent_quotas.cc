@@ -1,4 +1,4 @@
-#include "sluice/spent_quotas.h"
+#include "core/spent_quotas.h"
 
 #include <algorithm>
 

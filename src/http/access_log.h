@@ -48,17 +48,17 @@ class AccessLog {
 
   // Queues `entry`'s line, or drops it when `buffer_lines` are waiting already. Never waits for
   // the disk; thread-safe.
-  void Write(const AccessEntry& entry) EXCLUDES(mutex_);
+  void Write(const AccessEntry& entry) SLUICE_EXCLUDES(mutex_);
 
   // The writer opens the path again before its next write: the old file may have been renamed.
-  void Reopen() EXCLUDES(mutex_);
+  void Reopen() SLUICE_EXCLUDES(mutex_);
 
   uint64_t Dropped() const { return dropped_.load(std::memory_order_relaxed); }
   uint64_t WriteErrors() const { return write_errors_.load(std::memory_order_relaxed); }
 
  private:
   AccessLog(config::AccessLogConfig config, int fd);
-  void Run() EXCLUDES(mutex_);
+  void Run() SLUICE_EXCLUDES(mutex_);
   // Writes `lines` to the file whole, reopening it first when asked to.
   void WriteOut(const std::string& lines);
 
@@ -66,11 +66,11 @@ class AccessLog {
   int fd_;  // the writer's only, once started
 
   Mutex mutex_;
-  CondVar wake_;                           // waited on with mutex_
-  std::string queued_ GUARDED_BY(mutex_);  // whole lines
-  size_t queued_lines_ GUARDED_BY(mutex_) = 0;
-  bool reopen_ GUARDED_BY(mutex_) = false;
-  bool stopping_ GUARDED_BY(mutex_) = false;
+  CondVar wake_;                                  // waited on with mutex_
+  std::string queued_ SLUICE_GUARDED_BY(mutex_);  // whole lines
+  size_t queued_lines_ SLUICE_GUARDED_BY(mutex_) = 0;
+  bool reopen_ SLUICE_GUARDED_BY(mutex_) = false;
+  bool stopping_ SLUICE_GUARDED_BY(mutex_) = false;
 
   std::atomic<uint64_t> dropped_{0};
   std::atomic<uint64_t> write_errors_{0};

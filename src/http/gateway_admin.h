@@ -36,7 +36,7 @@ class AdminEndpoints {
 
   // Samples the metrics counters for the status page's charts: once a second, by whoever runs
   // the servers.
-  void SampleStatus() EXCLUDES(history_mutex_);
+  void SampleStatus() SLUICE_EXCLUDES(history_mutex_);
 
  private:
   // /metrics: the counters, the gauges, and the local counting's figures when rules count
@@ -45,10 +45,10 @@ class AdminEndpoints {
 
   // /, /status.json and /debug/top; nothing for other targets.
   std::optional<HttpResponse> StatusRoute(const HttpRequest& request) const
-      EXCLUDES(history_mutex_);
+      SLUICE_EXCLUDES(history_mutex_);
   // /status.json, for `query`.
   HttpResponse StatusJsonAnswer(const StatusView& view, std::string_view query) const
-      EXCLUDES(history_mutex_);
+      SLUICE_EXCLUDES(history_mutex_);
   // /debug/top, for `query`.
   static HttpResponse DebugTopAnswer(const StatusView& view, std::string_view query);
 
@@ -57,7 +57,7 @@ class AdminEndpoints {
   std::function<std::string()> more_metrics_;
   const Clock::TimePoint started_ = core_.clock()->Now();
   mutable Mutex history_mutex_;
-  StatusHistory history_ GUARDED_BY(history_mutex_);
+  StatusHistory history_ SLUICE_GUARDED_BY(history_mutex_);
 };
 
 }  // namespace sluice::http

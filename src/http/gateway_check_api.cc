@@ -2,6 +2,7 @@
 
 #include "http/check_body.h"
 #include "http/string_views.h"
+#include "sluice/limiter_async.h"
 
 namespace sluice::http {
 
@@ -53,8 +54,9 @@ Awaitable<HttpResponse> CheckApi::HandleReportJson(const HttpRequest& request, s
   if (!parsed.ok()) co_return JsonError(bhttp::status::bad_request, parsed.status().message());
   if (!parsed->cost()) co_return JsonError(bhttp::status::bad_request, "the body needs \"cost\"");
   const int64_t cost = *parsed->cost();
-  const Decision decision = co_await snapshot->limiters[loop]->AsyncReport(
-      *parsed, [cost](const Rule&) { return std::optional<int64_t>(cost); }, kUseAwaitable);
+  const Decision decision = co_await AsyncReport(
+      *snapshot->limiters[loop], *parsed,
+      [cost](const Rule&) { return std::optional<int64_t>(cost); }, kUseAwaitable);
   if (decision.error.code() == StatusCode::kInvalidArgument) {
     co_return JsonError(bhttp::status::bad_request, decision.error.message());
   }

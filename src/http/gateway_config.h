@@ -48,17 +48,17 @@ class GatewayConfig {
 
   // Builds the limiters for `config` and puts them in force; on error the snapshot in force
   // stays.
-  Status Reconfigure(config::Config config) EXCLUDES(mutex_);
+  Status Reconfigure(config::Config config) SLUICE_EXCLUDES(mutex_);
 
   // The snapshot of `config`, or why it cannot be built; nothing in force changes, so that a
   // reload can prepare it beside its other parts and refuse them all together.
   Result<std::shared_ptr<const Snapshot>> Prepare(config::Config config);
 
   // Puts `snapshot`, from Prepare, in force.
-  void Commit(std::shared_ptr<const Snapshot> snapshot) EXCLUDES(mutex_);
+  void Commit(std::shared_ptr<const Snapshot> snapshot) SLUICE_EXCLUDES(mutex_);
 
   // The snapshot in force; null before the first Reconfigure.
-  std::shared_ptr<const Snapshot> Current() const EXCLUDES(mutex_);
+  std::shared_ptr<const Snapshot> Current() const SLUICE_EXCLUDES(mutex_);
 
   const std::vector<std::shared_ptr<Store>>& stores() const { return stores_; }
   const std::shared_ptr<QuotaStore>& quota_store() const { return quota_store_; }
@@ -69,7 +69,7 @@ class GatewayConfig {
   Metrics& metrics_;
   TopRejected& top_rejected_;
   mutable Mutex mutex_;
-  std::shared_ptr<const Snapshot> current_ GUARDED_BY(mutex_);
+  std::shared_ptr<const Snapshot> current_ SLUICE_GUARDED_BY(mutex_);
 };
 
 }  // namespace sluice::http

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "http/string_views.h"
+#include "sluice/limiter_async.h"
 
 namespace sluice::http {
 
@@ -81,8 +82,8 @@ Decision WithReport(Decision check, const Decision& report) {
 Awaitable<void> ProxyHandler::ChargeReportedCosts(const Snapshot& snapshot, const Request& request,
                                                   const HttpResponse& response, Decision& decision,
                                                   size_t loop) {
-  Decision report = co_await snapshot.limiters[loop]->AsyncReport(
-      request,
+  Decision report = co_await AsyncReport(
+      *snapshot.limiters[loop], request,
       [&response](const Rule& rule) -> std::optional<int64_t> {
         if (!rule.CostReported()) return std::nullopt;
         return ReportedCostOf(rule, response);

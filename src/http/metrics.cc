@@ -6,9 +6,7 @@
 #include <chrono>
 #include <cmath>
 
-#ifndef SLUICE_VERSION
-#define SLUICE_VERSION "unknown"
-#endif
+#include "sluice/version.h"
 
 namespace sluice::http {
 
@@ -165,7 +163,7 @@ std::string Metrics::Render(const std::vector<GaugeValue>& gauges,
                             const std::vector<StoreNodeStatus>& nodes) const {
   std::string out;
   RenderFamily(out, "sluice_build_info", "The running version of Sluice; always 1.",
-               {{fmt::format(R"(version="{}")", SLUICE_VERSION), 1}}, "gauge");
+               {{fmt::format(R"(version="{}")", SLUICE_VERSION_STRING), 1}}, "gauge");
   RenderFamily(out, "sluice_requests_total", "Requests checked, by the decision.",
                {{R"(decision="allowed")", Get(requests_allowed_)},
                 {R"(decision="rejected")", Get(requests_rejected_)}});

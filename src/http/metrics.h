@@ -77,7 +77,7 @@ class Metrics {
 
   // The counters of the rule named `name`, made on first use. The pointer stays valid as long
   // as the metrics do.
-  RuleCounters* ForRule(const std::string& name) EXCLUDES(rules_mutex_);
+  RuleCounters* ForRule(const std::string& name) SLUICE_EXCLUDES(rules_mutex_);
 
   // Counts a decision: per rule and outcome, near-limit tokens (`cost_of(i)`: what the
   // request asked of the limiter's rule i; `near_ratio`: see CountUsage), shadow rejections,
@@ -95,7 +95,7 @@ class Metrics {
   // The whole text: the counters, `gauges`, and the store's `nodes` (the same node seen by
   // several event loops' stores counted once: connected only if every connection is).
   std::string Render(const std::vector<GaugeValue>& gauges,
-                     const std::vector<StoreNodeStatus>& nodes) const EXCLUDES(rules_mutex_);
+                     const std::vector<StoreNodeStatus>& nodes) const SLUICE_EXCLUDES(rules_mutex_);
 
   // The counters of the local counts in force (synced and leased rules), in the same format;
   // they start again from zero when a reload makes new local counts.
@@ -124,7 +124,7 @@ class Metrics {
   LatencyHistogram upstream_latency_;
 
   mutable Mutex rules_mutex_;  // the counters themselves are atomics
-  std::map<std::string, std::unique_ptr<RuleCounters>> rules_ GUARDED_BY(rules_mutex_);
+  std::map<std::string, std::unique_ptr<RuleCounters>> rules_ SLUICE_GUARDED_BY(rules_mutex_);
 };
 
 }  // namespace sluice::http

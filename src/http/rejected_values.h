@@ -31,22 +31,22 @@ class RejectedValues {
   explicit RejectedValues(size_t size);
 
   // Counts one rejection of `value` at `now_ms` (a steady clock's milliseconds).
-  void Record(std::string_view value, int64_t now_ms) EXCLUDES(mutex_);
+  void Record(std::string_view value, int64_t now_ms) SLUICE_EXCLUDES(mutex_);
 
   // The values rejected most over the window that ends at `now_ms`, most first.
-  std::vector<HeavyHitter> Top(int64_t now_ms) const EXCLUDES(mutex_);
+  std::vector<HeavyHitter> Top(int64_t now_ms) const SLUICE_EXCLUDES(mutex_);
 
   // Rejections over the window, of every value.
-  uint64_t Total(int64_t now_ms) const EXCLUDES(mutex_);
+  uint64_t Total(int64_t now_ms) const SLUICE_EXCLUDES(mutex_);
 
   // Starts again, showing `size` values.
-  void Resize(size_t size) EXCLUDES(mutex_);
+  void Resize(size_t size) SLUICE_EXCLUDES(mutex_);
 
  private:
   mutable Mutex mutex_;
-  size_t size_ GUARDED_BY(mutex_) = 0;
+  size_t size_ SLUICE_GUARDED_BY(mutex_) = 0;
   // Null when size_ is 0.
-  std::unique_ptr<WindowedHeavyHitters> window_ GUARDED_BY(mutex_);
+  std::unique_ptr<WindowedHeavyHitters> window_ SLUICE_GUARDED_BY(mutex_);
 };
 
 // Every rule's and limit's RejectedValues, each made on first use and kept (with its address)
@@ -60,22 +60,24 @@ class TopRejected {
   explicit TopRejected(size_t size = 20);
 
   // Every summary starts again with `size` values shown, when that changes.
-  void Resize(size_t size) EXCLUDES(mutex_);
-  size_t size() const EXCLUDES(mutex_);
+  void Resize(size_t size) SLUICE_EXCLUDES(mutex_);
+  size_t size() const SLUICE_EXCLUDES(mutex_);
 
   // The summary of the gateway rule `name`.
-  RejectedValues* ForRule(const std::string& name) EXCLUDES(mutex_);
+  RejectedValues* ForRule(const std::string& name) SLUICE_EXCLUDES(mutex_);
   // The summary of the rate limit service's limit `name` ("DOMAIN/LIMIT"); null past kMaxLimits.
-  RejectedValues* ForLimit(std::string_view name) EXCLUDES(mutex_);
+  RejectedValues* ForLimit(std::string_view name) SLUICE_EXCLUDES(mutex_);
 
   // The limits recorded so far, by name.
-  std::vector<std::pair<std::string, const RejectedValues*>> Limits() const EXCLUDES(mutex_);
+  std::vector<std::pair<std::string, const RejectedValues*>> Limits() const SLUICE_EXCLUDES(mutex_);
 
  private:
   mutable Mutex mutex_;  // the summaries have locks of their own
-  size_t size_ GUARDED_BY(mutex_);
-  std::map<std::string, std::unique_ptr<RejectedValues>, std::less<>> rules_ GUARDED_BY(mutex_);
-  std::map<std::string, std::unique_ptr<RejectedValues>, std::less<>> limits_ GUARDED_BY(mutex_);
+  size_t size_ SLUICE_GUARDED_BY(mutex_);
+  std::map<std::string, std::unique_ptr<RejectedValues>, std::less<>> rules_
+      SLUICE_GUARDED_BY(mutex_);
+  std::map<std::string, std::unique_ptr<RejectedValues>, std::less<>> limits_
+      SLUICE_GUARDED_BY(mutex_);
 };
 
 // A descriptor's entries as one recorded value (keys and values kept apart, so that the values

@@ -31,7 +31,7 @@ class ThrottledLog {
 
   // Logs `message` as a warning, prefixed by `what` ("store error"), unless it was logged less
   // than an interval ago. Returns whether it was logged.
-  bool Warn(const std::string& what, const std::string& message) EXCLUDES(mutex_);
+  bool Warn(const std::string& what, const std::string& message) SLUICE_EXCLUDES(mutex_);
 
  private:
   struct Seen {
@@ -42,7 +42,7 @@ class ThrottledLog {
   const std::chrono::milliseconds interval_;
   const std::shared_ptr<const Clock> clock_;
   Mutex mutex_;
-  std::map<std::string, Seen> seen_ GUARDED_BY(mutex_);
+  std::map<std::string, Seen> seen_ SLUICE_GUARDED_BY(mutex_);
 };
 
 }  // namespace sluice::http

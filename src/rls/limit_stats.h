@@ -38,15 +38,15 @@ inline constexpr const char* kRequestLimitLabel = "_request";
 class LimitStats {
  public:
   // The counters of (`domain`, `limit`), made on first use; valid as long as the stats are.
-  LimitCounters* For(const std::string& domain, const std::string& limit) EXCLUDES(mutex_);
+  LimitCounters* For(const std::string& domain, const std::string& limit) SLUICE_EXCLUDES(mutex_);
 
   // The six families, sluice_rls_hits_total and the rest, in Prometheus's text format.
-  std::string Render() const EXCLUDES(mutex_);
+  std::string Render() const SLUICE_EXCLUDES(mutex_);
 
  private:
   mutable Mutex mutex_;  // the map's; the counters are atomic, and live as long as the stats
   std::map<std::pair<std::string, std::string>, std::unique_ptr<LimitCounters>> limits_
-      GUARDED_BY(mutex_);
+      SLUICE_GUARDED_BY(mutex_);
 };
 
 // How one call's descriptors count. `counters[i]` is descriptor i's (null: not counted);

@@ -73,7 +73,7 @@ class Service {
 
   // Puts `matcher` and `options` in force for the calls that start from now on.
   void Reconfigure(std::shared_ptr<const DescriptorMatcher> matcher, ServiceOptions options)
-      EXCLUDES(mutex_);
+      SLUICE_EXCLUDES(mutex_);
 
   // Answers `request`: its limited descriptors' buckets charged as the policy says (Charge; one
   // store call unless a descriptor is over its limit or repeats), those the over-limit cache
@@ -83,7 +83,7 @@ class Service {
   // and must not block. `loop`: the event loop the caller runs on, whose own store is used, so
   // that the call is not handed to another loop's thread; none: the stores in turn.
   void ShouldRateLimit(const RateLimitRequest& request, ResponseCallback done,
-                       std::optional<size_t> loop = std::nullopt) EXCLUDES(mutex_);
+                       std::optional<size_t> loop = std::nullopt) SLUICE_EXCLUDES(mutex_);
 
   // ShouldRateLimit with any Asio completion token; the completion runs on the token's
   // associated executor, never inside this call (AsyncFromCallback).
@@ -128,12 +128,12 @@ class Service {
   void Count(const Snapshot& snapshot, const Plan& plan, std::string_view domain,
              const Charges& charges, const std::vector<BucketReply>& replies);
 
-  std::shared_ptr<const Snapshot> Current() const EXCLUDES(mutex_);
+  std::shared_ptr<const Snapshot> Current() const SLUICE_EXCLUDES(mutex_);
 
   std::vector<std::shared_ptr<Store>> stores_;
   std::atomic<size_t> next_store_{0};
   mutable Mutex mutex_;
-  std::shared_ptr<const Snapshot> current_ GUARDED_BY(mutex_);
+  std::shared_ptr<const Snapshot> current_ SLUICE_GUARDED_BY(mutex_);
   std::atomic<size_t> in_flight_{0};
   std::atomic<uint64_t> shed_{0};  // calls refused past max_calls_in_flight
   http::ThrottledLog shed_log_;

@@ -7,6 +7,7 @@
 #include <boost/asio.hpp>
 #include <boost/asio/use_future.hpp>
 
+#include "sluice/limiter_async.h"
 #include "sluice/memory_store.h"
 #include "sluice/over_limit_cache.h"
 #include "support/fake_store.h"
@@ -126,7 +127,7 @@ TEST(LimiterTest, AwaitableCompletesOnTheCallersExecutor) {
       io,
       [&]() -> asio::awaitable<void> {
         for (int i = 0; i < 3; ++i) {
-          Decision d = co_await limiter->AsyncCheck(request, asio::use_awaitable);
+          Decision d = co_await AsyncCheck(*limiter, request, asio::use_awaitable);
           allowed.push_back(d.allowed);
         }
       },
@@ -137,12 +138,12 @@ TEST(LimiterTest, AwaitableCompletesOnTheCallersExecutor) {
 
 TEST(LimiterTest, FutureAndCallbackTokens) {
   auto limiter = Make(std::make_shared<MemoryStore>());
-  std::future<Decision> f = limiter->AsyncCheck(Request{{"key", "fut"}}, asio::use_future);
+  std::future<Decision> f = AsyncCheck(*limiter, Request{{"key", "fut"}}, asio::use_future);
   EXPECT_TRUE(f.get().allowed);
   asio::io_context io;
   bool called = false;
-  limiter->AsyncCheck(Request{{"key", "fut"}},
-                      asio::bind_executor(io, [&](Decision d) { called = d.allowed; }));
+  AsyncCheck(*limiter, Request{{"key", "fut"}},
+             asio::bind_executor(io, [&](Decision d) { called = d.allowed; }));
   io.run();
   EXPECT_TRUE(called);
 }

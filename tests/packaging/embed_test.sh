@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs Sluice from a build folder into a scratch prefix, builds examples/embed against that
 # prefix alone (find_package(Sluice), nothing of the source tree on its include path), runs it on
-# the memory store and on a redis-server of its own, and links a program by sluice.pc.
+# the memory store and on a redis-server of its own, and links a program by sluice.pc. Builds
+# examples/embed_core on Sluice::core alone and by sluice-core.pc, and checks that neither names
+# hiredis, libpq, OpenSSL or gRPC.
 # Usage: embed_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$(realpath "$1")
@@ -22,10 +24,15 @@ prefix=$scratch/prefix
 cmake --install "$build" --prefix "$prefix" >"$scratch/install.log"
 for f in bin/sluice include/sluice/limiter.h lib/cmake/Sluice/SluiceConfig.cmake \
   lib/cmake/Sluice/SluiceConfigVersion.cmake lib/cmake/Sluice/SluiceTargets.cmake \
-  lib/pkgconfig/sluice.pc etc/sluice/sluice.yaml lib/systemd/system/sluice.service; do
+  lib/pkgconfig/sluice.pc lib/pkgconfig/sluice-core.pc lib/pkgconfig/sluice-redis.pc \
+  lib/pkgconfig/sluice-postgres.pc include/sluice/version.h etc/sluice/sluice.yaml \
+  lib/systemd/system/sluice.service; do
   [ -e "$prefix/$f" ] || fail "cmake --install wrote no $f"
 done
-ls "$prefix"/lib/libsluice.* >/dev/null 2>&1 || fail "cmake --install wrote no libsluice"
+for library in core redis postgres; do
+  ls "$prefix"/lib/libsluice_$library.* >/dev/null 2>&1 ||
+    fail "cmake --install wrote no libsluice_$library"
+done
 # An install into a folder names that folder in the unit, and writes nothing outside it.
 grep -qx "ExecStart=$prefix/bin/sluice serve --config $prefix/etc/sluice/sluice.yaml" \
   "$prefix/lib/systemd/system/sluice.service" || fail "the unit's ExecStart names other paths"
@@ -57,10 +64,10 @@ got
 $2"
 }
 # A shared library's users load it from the prefix.
-if [ -e "$prefix/lib/libsluice.so" ]; then
+if [ -e "$prefix/lib/libsluice_core.so" ]; then
   ldd "$scratch/embed/embed" >"$scratch/ldd"
-  grep -q "$prefix/lib/libsluice.so" "$scratch/ldd" ||
-    fail "examples/embed does not load the installed libsluice.so: $(cat "$scratch/ldd")"
+  grep -q "$prefix/lib/libsluice_redis.so" "$scratch/ldd" ||
+    fail "examples/embed does not load the installed libsluice_redis.so: $(cat "$scratch/ldd")"
 fi
 out=$("$scratch/embed/embed") || fail "embed exited $?"
 check_decisions memory "$out"
@@ -87,4 +94,31 @@ c++ -std=c++20 "$scratch/pc.cc" -o "$scratch/pc" $(pkg-config --cflags --libs sl
 # Outside the system's folders the loader is told where a shared libsluice is, as a user would.
 [ "$(LD_LIBRARY_PATH=$prefix/lib "$scratch/pc")" = "unavailable: down" ] ||
   fail "the pkg-config program printed otherwise"
+# Sluice::core: its link interface, and what a program built on it links, name none of the
+# networked stores' libraries.
+networked='hiredis|pq|openssl|ssl|crypto|grpc|protobuf'
+core_links=$(sed -n '/^set_target_properties(Sluice::core /,/^)/p' \
+  "$prefix/lib/cmake/Sluice/SluiceTargets.cmake" | grep INTERFACE_LINK_LIBRARIES) ||
+  fail "SluiceTargets.cmake has no link interface for Sluice::core"
+if grep -Ei "$networked" <<<"$core_links"; then fail "Sluice::core links a networked library"; fi
+cmake -S "$source/examples/embed_core" -B "$scratch/embed_core" "${generator[@]}" \
+  -DCMAKE_PREFIX_PATH="$prefix" >"$scratch/configure_core.log" ||
+  { cat "$scratch/configure_core.log"; fail "examples/embed_core does not configure"; }
+cmake --build "$scratch/embed_core" -v >"$scratch/build_core.log" ||
+  { cat "$scratch/build_core.log"; fail "examples/embed_core does not build"; }
+if grep -E -- "-o [^ ]*embed_core " "$scratch/build_core.log" | grep -Ei "$networked"; then
+  fail "examples/embed_core linked a networked library"
+fi
+expected_core="1 allow 1
+2 allow 0
+3 reject 0 retry_after=30s"
+[ "$(LD_LIBRARY_PATH=$prefix/lib "$scratch/embed_core/embed_core")" = "$expected_core" ] ||
+  fail "examples/embed_core printed otherwise"
+pc_core=$(pkg-config --cflags --libs sluice-core)
+if grep -Ei "$networked" <<<"$pc_core"; then fail "sluice-core.pc names a networked library"; fi
+# shellcheck disable=SC2086
+c++ -std=c++20 "$source/examples/embed_core/main.cc" -o "$scratch/pc_core" $pc_core \
+  ${SLUICE_EMBED_LDFLAGS:-} || fail "a program does not link with sluice-core.pc's flags"
+[ "$(LD_LIBRARY_PATH=$prefix/lib "$scratch/pc_core")" = "$expected_core" ] ||
+  fail "the sluice-core.pc program printed otherwise"
 echo "PASS"

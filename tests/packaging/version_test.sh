@@ -12,9 +12,9 @@ fail() {
 }
 build_info() {  # SOURCE: prints the version and the commit it found
   cmake -DSOURCE_DIR="$1" -DOUTPUT_DIR="$scratch/out" -DVERSION=1.2.3 -P "$script"
-  sed -n 's/^#define SLUICE_VERSION "\(.*\)"$/\1/p; s/^#define SLUICE_COMMIT "\(.*\)".*/\1/p' \
+  sed -n 's/^#define SLUICE_BUILD_VERSION "\([^"]*\)".*/\1/p; s/^#define SLUICE_COMMIT "\(.*\)".*/\1/p' \
     "$scratch/out/build_info.h" | paste -sd ' '
-  grep -q "set(CPACK_PACKAGE_VERSION \"$(sed -n 's/^#define SLUICE_VERSION "\(.*\)"$/\1/p' \
+  grep -q "set(CPACK_PACKAGE_VERSION \"$(sed -n 's/^#define SLUICE_BUILD_VERSION "\([^"]*\)".*/\1/p' \
     "$scratch/out/build_info.h")\")" "$scratch/out/package_version.cmake" ||
     fail "package_version.cmake disagrees with build_info.h"
 }

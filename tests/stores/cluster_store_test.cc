@@ -22,7 +22,7 @@
 #include <sstream>
 #include <thread>
 
-#include "sluice/key_slot.h"
+#include "stores/cluster/key_slot.h"
 #include "support/apply_blocking.h"
 #include "support/redis_cluster.h"
 #include "support/wait_until.h"

@@ -1,4 +1,4 @@
-#include "sluice/key_slot.h"
+#include "stores/cluster/key_slot.h"
 
 #include <gtest/gtest.h>
 

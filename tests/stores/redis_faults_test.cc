@@ -10,10 +10,10 @@
 #include <thread>
 
 #include "sluice/cluster_store.h"
-#include "sluice/key_slot.h"
 #include "sluice/limiter.h"
 #include "sluice/local_counting_store.h"
 #include "sluice/redis_store.h"
+#include "stores/cluster/key_slot.h"
 #include "support/apply_blocking.h"
 #include "support/fault_drill.h"
 #include "support/redis_cluster.h"

@@ -31,31 +31,32 @@ class FakeStore final : public Store {
   // Without `inner`, every call fails (with kUnavailable until FailWith says otherwise).
   explicit FakeStore(std::shared_ptr<Store> inner = nullptr);
 
-  void Apply(std::vector<BucketOp> ops, StoreCallback done) override EXCLUDES(mutex_);
-  void ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallback done) override EXCLUDES(mutex_);
+  void Apply(std::vector<BucketOp> ops, StoreCallback done) override SLUICE_EXCLUDES(mutex_);
+  void ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallback done) override
+      SLUICE_EXCLUDES(mutex_);
 
   // Calls from now on fail with `error` (ok: they go through `inner` again).
-  void FailWith(Status error) EXCLUDES(mutex_);
+  void FailWith(Status error) SLUICE_EXCLUDES(mutex_);
   // While held, calls wait unanswered until Release: a store slow to answer, or down.
-  void Hold(bool held) EXCLUDES(mutex_);
+  void Hold(bool held) SLUICE_EXCLUDES(mutex_);
   // Answers every call waiting so far, in the order they came (outside the lock: an answer may
   // call the store again, and that call waits for the next Release while held).
-  void Release() EXCLUDES(mutex_);
+  void Release() SLUICE_EXCLUDES(mutex_);
 
   // The calls made so far, and how many.
-  std::vector<Call> Calls() const EXCLUDES(mutex_);
-  int calls() const EXCLUDES(mutex_);
+  std::vector<Call> Calls() const SLUICE_EXCLUDES(mutex_);
+  int calls() const SLUICE_EXCLUDES(mutex_);
 
  private:
-  void Take(Call call, StoreCallback done) EXCLUDES(mutex_);
+  void Take(Call call, StoreCallback done) SLUICE_EXCLUDES(mutex_);
   void Answer(Call call, const StoreCallback& done, const Status& error);
 
   const std::shared_ptr<Store> inner_;
   mutable Mutex mutex_;
-  std::vector<Call> calls_ GUARDED_BY(mutex_);
-  Status error_ GUARDED_BY(mutex_);
-  bool held_ GUARDED_BY(mutex_) = false;
-  std::vector<std::function<void()>> waiting_ GUARDED_BY(mutex_);
+  std::vector<Call> calls_ SLUICE_GUARDED_BY(mutex_);
+  Status error_ SLUICE_GUARDED_BY(mutex_);
+  bool held_ SLUICE_GUARDED_BY(mutex_) = false;
+  std::vector<std::function<void()>> waiting_ SLUICE_GUARDED_BY(mutex_);
 };
 
 // A QuotaStore of plain logic: one window for every quota (`window_start` to `window_end`, read
@@ -65,25 +66,26 @@ class FakeQuotaStore final : public QuotaStore {
   FakeQuotaStore(int64_t window_start, int64_t window_end, int64_t now)
       : window_start_(window_start), window_end_(window_end), now_(now) {}
 
-  void Take(std::vector<QuotaOp> ops, QuotaCallback done) override EXCLUDES(mutex_);
-  std::optional<QuotaReply> KnownRejection(const QuotaOp& op) const override EXCLUDES(mutex_);
+  void Take(std::vector<QuotaOp> ops, QuotaCallback done) override SLUICE_EXCLUDES(mutex_);
+  std::optional<QuotaReply> KnownRejection(const QuotaOp& op) const override
+      SLUICE_EXCLUDES(mutex_);
   bool Ready() const override { return true; }
 
   // Takes from now on fail with `error` (ok: they are answered again).
-  void FailWith(Status error) EXCLUDES(mutex_);
+  void FailWith(Status error) SLUICE_EXCLUDES(mutex_);
   // `quota` ("bucket:value") is known to be spent: KnownRejection answers for it.
-  void MarkSpent(const std::string& quota) EXCLUDES(mutex_);
+  void MarkSpent(const std::string& quota) SLUICE_EXCLUDES(mutex_);
   // What `quota` has used, and the takes made.
-  int64_t Used(const std::string& quota) const EXCLUDES(mutex_);
-  int takes() const EXCLUDES(mutex_);
+  int64_t Used(const std::string& quota) const SLUICE_EXCLUDES(mutex_);
+  int takes() const SLUICE_EXCLUDES(mutex_);
 
  private:
   const int64_t window_start_, window_end_, now_;
   mutable Mutex mutex_;
-  int takes_ GUARDED_BY(mutex_) = 0;
-  Status error_ GUARDED_BY(mutex_);
-  std::set<std::string> spent_ GUARDED_BY(mutex_);
-  std::map<std::string, int64_t> used_ GUARDED_BY(mutex_);
+  int takes_ SLUICE_GUARDED_BY(mutex_) = 0;
+  Status error_ SLUICE_GUARDED_BY(mutex_);
+  std::set<std::string> spent_ SLUICE_GUARDED_BY(mutex_);
+  std::map<std::string, int64_t> used_ SLUICE_GUARDED_BY(mutex_);
 };
 
 }  // namespace sluice::testing

@@ -13,9 +13,9 @@
 
 #include "common/clock_timer.h"
 #include "credentials_or_load.h"
+#include "key_slot.h"
 #include "reply_join.h"
 #include "slot_map_reader.h"
-#include "sluice/key_slot.h"
 #include "sluice/mutex.h"
 #include "store_loop.h"
 #include "topology.h"
@@ -92,14 +92,14 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
     asio::post(io_, [self = shared_from_this(), calls = std::move(calls)] { self->Begin(calls); });
   }
 
-  bool Ready() const EXCLUDES(ready_mutex_) {
+  bool Ready() const SLUICE_EXCLUDES(ready_mutex_) {
     MutexLock lock(&ready_mutex_);
     return std::any_of(ready_view_.begin(), ready_view_.end(),
                        [](const auto& store) { return store->Ready(); });
   }
 
   // The primaries of the slot map in force (and nodes kept while they are up), by address.
-  std::vector<StoreNodeStatus> Nodes() const EXCLUDES(ready_mutex_) {
+  std::vector<StoreNodeStatus> Nodes() const SLUICE_EXCLUDES(ready_mutex_) {
     MutexLock lock(&ready_mutex_);
     std::vector<StoreNodeStatus> nodes;
     for (size_t i = 0; i < ready_view_.size(); ++i) {
@@ -274,7 +274,7 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
   // A new slot map: connections to new primaries open (and load the script); those to nodes
   // that serve no slot now close if they are down (failing their calls over to the new owners),
   // and stay while they are up: a node importing slots gets ASK redirections before it owns any.
-  void AdoptSlotMap(const std::vector<cluster::SlotRange>& ranges) EXCLUDES(ready_mutex_) {
+  void AdoptSlotMap(const std::vector<cluster::SlotRange>& ranges) SLUICE_EXCLUDES(ready_mutex_) {
     if (stopped_) return;
     std::vector<NodePtr> slots(kClusterSlots);
     std::map<std::string, NodePtr> kept;
@@ -303,7 +303,7 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
     view_addresses_ = std::move(addresses);
   }
 
-  void Shutdown() EXCLUDES(ready_mutex_) {
+  void Shutdown() SLUICE_EXCLUDES(ready_mutex_) {
     stopped_ = true;
     if (reader_) reader_->Stop();
     slots_.clear();
@@ -330,8 +330,9 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
   bool stopped_ = false;
 
   mutable Mutex ready_mutex_;
-  std::vector<std::shared_ptr<RedisStore>> ready_view_ GUARDED_BY(ready_mutex_);
-  std::vector<std::string> view_addresses_ GUARDED_BY(ready_mutex_);  // ready_view_'s, in order
+  std::vector<std::shared_ptr<RedisStore>> ready_view_ SLUICE_GUARDED_BY(ready_mutex_);
+  std::vector<std::string> view_addresses_
+      SLUICE_GUARDED_BY(ready_mutex_);  // ready_view_'s, in order
 
   std::atomic<uint64_t> moved_{0};
   std::atomic<uint64_t> asked_{0};

@@ -1,4 +1,4 @@
-#include "sluice/key_slot.h"
+#include "key_slot.h"
 
 #include <array>
 

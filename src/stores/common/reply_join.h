@@ -36,29 +36,29 @@ class ReplyJoin {
   // One part's answer: on success its replies, one for each of `positions` in that order, or
   // its failure.
   void Answer(const std::vector<size_t>& positions, const Result<std::vector<BucketReply>>& result)
-      EXCLUDES(mutex_);
+      SLUICE_EXCLUDES(mutex_);
   // One part that answers for one position.
-  void Set(size_t position, const BucketReply& reply) EXCLUDES(mutex_);
+  void Set(size_t position, const BucketReply& reply) SLUICE_EXCLUDES(mutex_);
   // One part that failed.
-  void Fail(const Status& status) EXCLUDES(mutex_);
+  void Fail(const Status& status) SLUICE_EXCLUDES(mutex_);
   // One part with no replies: a builder's own hold, released once every part has been handed
   // out, so that parts answering meanwhile cannot complete the join early.
-  void Release() EXCLUDES(mutex_);
+  void Release() SLUICE_EXCLUDES(mutex_);
 
   // Whether the callback has run (or is running): a part not yet sent need not go.
-  bool Answered() const EXCLUDES(mutex_);
+  bool Answered() const SLUICE_EXCLUDES(mutex_);
 
  private:
   // Counts one part done; answers when the join is complete. Unlocks `mutex_` in any case.
-  void PartDone() RELEASE(mutex_);
+  void PartDone() SLUICE_RELEASE(mutex_);
 
   mutable Mutex mutex_;
-  std::vector<BucketReply> replies_ GUARDED_BY(mutex_);
-  size_t outstanding_ GUARDED_BY(mutex_);
+  std::vector<BucketReply> replies_ SLUICE_GUARDED_BY(mutex_);
+  size_t outstanding_ SLUICE_GUARDED_BY(mutex_);
   const OnError on_error_;
-  Status error_ GUARDED_BY(mutex_);
-  bool answered_ GUARDED_BY(mutex_) = false;
-  StoreCallback done_ GUARDED_BY(mutex_);
+  Status error_ SLUICE_GUARDED_BY(mutex_);
+  bool answered_ SLUICE_GUARDED_BY(mutex_) = false;
+  StoreCallback done_ SLUICE_GUARDED_BY(mutex_);
 };
 
 }  // namespace sluice::stores

@@ -23,11 +23,11 @@ thread_local const StoreLoop::OwnThread* running_own_thread = nullptr;
 struct StoreLoop::OwnThread {
   boost::asio::io_context io{1};
   Mutex join_mutex;  // one joiner at a time: the store's Finish, a reaping, the exit
-  std::thread thread GUARDED_BY(join_mutex);
+  std::thread thread SLUICE_GUARDED_BY(join_mutex);
   std::atomic<bool> ended{false};  // set by the thread as its last act
 
   // Joins the thread, unless called on it (then it ends alone).
-  void Join() EXCLUDES(join_mutex) {
+  void Join() SLUICE_EXCLUDES(join_mutex) {
     MutexLock lock(&join_mutex);
     if (running_own_thread != this && thread.joinable()) thread.join();
   }
@@ -56,7 +56,7 @@ class OwnThreads {
     return *threads;
   }
 
-  void Add(OwnThreadPtr thread) EXCLUDES(mutex_) {
+  void Add(OwnThreadPtr thread) SLUICE_EXCLUDES(mutex_) {
     std::vector<OwnThreadPtr> ended;
     {
       MutexLock lock(&mutex_);
@@ -67,7 +67,7 @@ class OwnThreads {
   }
 
   // Forgets `joined`, and those that have ended.
-  void Remove(const StoreLoop::OwnThread* joined) EXCLUDES(mutex_) {
+  void Remove(const StoreLoop::OwnThread* joined) SLUICE_EXCLUDES(mutex_) {
     std::vector<OwnThreadPtr> ended;
     {
       MutexLock lock(&mutex_);
@@ -80,7 +80,7 @@ class OwnThreads {
 
  private:
   // Kept while the process exits, for the reason above.
-  std::vector<OwnThreadPtr> TakeEnded() REQUIRES(mutex_) {
+  std::vector<OwnThreadPtr> TakeEnded() SLUICE_REQUIRES(mutex_) {
     std::vector<OwnThreadPtr> ended;
     if (exiting_) return ended;
     auto first = std::stable_partition(threads_.begin(), threads_.end(), [](const auto& t) {
@@ -91,7 +91,7 @@ class OwnThreads {
     return ended;
   }
 
-  void StopAll() EXCLUDES(mutex_) {
+  void StopAll() SLUICE_EXCLUDES(mutex_) {
     std::vector<OwnThreadPtr> all;
     {
       MutexLock lock(&mutex_);
@@ -107,8 +107,8 @@ class OwnThreads {
   }
 
   Mutex mutex_;
-  std::vector<OwnThreadPtr> threads_ GUARDED_BY(mutex_);
-  bool exiting_ GUARDED_BY(mutex_) = false;
+  std::vector<OwnThreadPtr> threads_ SLUICE_GUARDED_BY(mutex_);
+  bool exiting_ SLUICE_GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace

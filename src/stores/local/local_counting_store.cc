@@ -79,20 +79,21 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
   Counters counters;
 
   Mutex mutex;
-  LocalBuckets buckets GUARDED_BY(mutex);
-  SyncedCounts synced GUARDED_BY(mutex){&buckets, &counters};
-  LeasedCounts leased GUARDED_BY(mutex){&buckets, &counters};
-  bool closed GUARDED_BY(mutex) = false;  // the owner is gone: leases that land go back at once
+  LocalBuckets buckets SLUICE_GUARDED_BY(mutex);
+  SyncedCounts synced SLUICE_GUARDED_BY(mutex){&buckets, &counters};
+  LeasedCounts leased SLUICE_GUARDED_BY(mutex){&buckets, &counters};
+  bool closed SLUICE_GUARDED_BY(mutex) =
+      false;  // the owner is gone: leases that land go back at once
 
   Mutex ticker_mutex;
   CondVar ticker_wake;  // waited on with ticker_mutex
-  bool stopping GUARDED_BY(ticker_mutex) = false;
+  bool stopping SLUICE_GUARDED_BY(ticker_mutex) = false;
   std::thread ticker;
 
   // Decides `local` (every op synced or leased) here; the ops that must wait for a lease wait
   // with `join`. kResourceExhausted when the buckets they need cannot be held.
   Result<LocalAnswers> Decide(const OpsPart& local, const std::shared_ptr<ReplyJoin>& join)
-      EXCLUDES(mutex) {
+      SLUICE_EXCLUDES(mutex) {
     MutexLock lock(&mutex);
     if (!buckets.MakeRoomFor(local.ops)) {
       return Status::ResourceExhausted(
@@ -173,7 +174,7 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
     if (kind == Errand::Kind::kLease) counters.lease_calls.fetch_add(1, std::memory_order_relaxed);
   }
 
-  void OnErrand(const Errand& errand, const Result<BucketReply>& reply) EXCLUDES(mutex) {
+  void OnErrand(const Errand& errand, const Result<BucketReply>& reply) SLUICE_EXCLUDES(mutex) {
     switch (errand.kind) {
       case Errand::Kind::kSync:
         return OnSync(errand.key, reply);
@@ -187,7 +188,8 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
 
   // A lease's answer: its waiters hear (outside the lock: an answer may run a caller's
   // callback), and the call it leads to goes.
-  void FinishLease(const std::string& key, const Result<BucketReply>& reply) EXCLUDES(mutex) {
+  void FinishLease(const std::string& key, const Result<BucketReply>& reply)
+      SLUICE_EXCLUDES(mutex) {
     LeasedCounts::Landing landing;
     {
       MutexLock lock(&mutex);
@@ -206,7 +208,7 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
     Send(std::move(landing.next), nullptr);
   }
 
-  void OnSync(const std::string& key, const Result<BucketReply>& reply) EXCLUDES(mutex) {
+  void OnSync(const std::string& key, const Result<BucketReply>& reply) SLUICE_EXCLUDES(mutex) {
     MutexLock lock(&mutex);
     auto it = buckets.Find(key);
     if (it == buckets.end()) return;
@@ -217,7 +219,7 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
   // The calls that send due syncs and return expired leases (all of them when `everything`),
   // and forgets buckets that have nothing to send and have been idle long enough to be full
   // again.
-  Errands CollectDue(bool everything) EXCLUDES(mutex) {
+  Errands CollectDue(bool everything) SLUICE_EXCLUDES(mutex) {
     Errands due;
     MutexLock lock(&mutex);
     const int64_t now = clock->NowMs();
@@ -242,7 +244,7 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
 
   // Idle for two intervals with nothing owed, held or in flight, and (when synced) reckoned full
   // again: forgetting it then changes no decision. Until then it is looked at again.
-  bool Forgettable(const LocalBucket& b, int64_t now) REQUIRES(mutex) {
+  bool Forgettable(const LocalBucket& b, int64_t now) SLUICE_REQUIRES(mutex) {
     const int64_t idle_ms = 2 * std::max(b.counting.sync_interval_ms, b.counting.lease_ttl_ms);
     const bool quiet = now - b.last_used_ms > idle_ms && b.Settled();
     const bool full = b.counting.mode != Counting::kSynced ||
@@ -252,11 +254,11 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
     return false;
   }
 
-  void SendDue(bool everything, const std::function<void()>& after) EXCLUDES(mutex) {
+  void SendDue(bool everything, const std::function<void()>& after) SLUICE_EXCLUDES(mutex) {
     Send(CollectDue(everything), after);
   }
 
-  void RunTicker() EXCLUDES(ticker_mutex) {
+  void RunTicker() SLUICE_EXCLUDES(ticker_mutex) {
     ticker_mutex.Lock();
     while (!stopping) {
       ticker_wake.WaitFor(&ticker_mutex, kTickEvery);
@@ -269,7 +271,7 @@ struct LocalCountingStore::State : std::enable_shared_from_this<State> {
     ticker_mutex.Unlock();
   }
 
-  uint64_t Evictions() EXCLUDES(mutex) {
+  uint64_t Evictions() SLUICE_EXCLUDES(mutex) {
     MutexLock lock(&mutex);
     return buckets.evictions();
   }

@@ -27,22 +27,22 @@ class MemoryStore::Shard {
  public:
   explicit Shard(size_t max_buckets) : max_buckets_(max_buckets) {}
 
-  void Lock() ACQUIRE(mutex_) { mutex_.Lock(); }
-  void Unlock() RELEASE(mutex_) { mutex_.Unlock(); }
+  void Lock() SLUICE_ACQUIRE(mutex_) { mutex_.Lock(); }
+  void Unlock() SLUICE_RELEASE(mutex_) { mutex_.Unlock(); }
   // Where shards are locked as a set (LockAll), each use asserts its own is held.
-  void AssertHeld() const ASSERT_CAPABILITY(mutex_) { mutex_.AssertHeld(); }
+  void AssertHeld() const SLUICE_ASSERT_CAPABILITY(mutex_) { mutex_.AssertHeld(); }
 
   // Locks (unlocks) every shard of `shards`, in that order. A set of locks known only at run
   // time, which the analysis cannot follow: their users assert each lock held instead.
-  static void LockAll(const std::vector<Shard*>& shards) NO_THREAD_SAFETY_ANALYSIS {
+  static void LockAll(const std::vector<Shard*>& shards) SLUICE_NO_THREAD_SAFETY_ANALYSIS {
     for (Shard* shard : shards) shard->Lock();
   }
-  static void UnlockAll(const std::vector<Shard*>& shards) NO_THREAD_SAFETY_ANALYSIS {
+  static void UnlockAll(const std::vector<Shard*>& shards) SLUICE_NO_THREAD_SAFETY_ANALYSIS {
     for (Shard* shard : shards) shard->Unlock();
   }
 
   // Forgets a few buckets whose time has come.
-  void Sweep(int64_t now_ms) REQUIRES(mutex_) {
+  void Sweep(int64_t now_ms) SLUICE_REQUIRES(mutex_) {
     for (size_t n = 0; n < kSweepPerOp && !by_expiry_.empty(); ++n) {
       auto oldest = by_expiry_.begin();
       if (oldest->first > now_ms) break;
@@ -51,7 +51,7 @@ class MemoryStore::Shard {
   }
 
   // What taking `cost` from the op's bucket would give; changes nothing.
-  TakeOutcome Take(const BucketOp& op, int64_t cost, int64_t now_ms) const REQUIRES(mutex_) {
+  TakeOutcome Take(const BucketOp& op, int64_t cost, int64_t now_ms) const SLUICE_REQUIRES(mutex_) {
     auto it = buckets_.find(op.key);
     std::optional<BucketState> state;
     if (it != buckets_.end() && it->second.expires_ms > now_ms) state = it->second.state;
@@ -61,7 +61,8 @@ class MemoryStore::Shard {
   }
 
   // Keeps `out` as the bucket's new state (or forgets the bucket when it is full).
-  void Keep(const std::string& key, const TakeOutcome& out, int64_t now_ms) REQUIRES(mutex_) {
+  void Keep(const std::string& key, const TakeOutcome& out, int64_t now_ms)
+      SLUICE_REQUIRES(mutex_) {
     auto it = buckets_.find(key);
     if (out.ttl_ms <= 0) {
       if (it != buckets_.end()) Erase(it);
@@ -78,7 +79,7 @@ class MemoryStore::Shard {
     it->second.expiry_entry = by_expiry_.emplace(it->second.expires_ms, &it->first);
   }
 
-  size_t Size() const EXCLUDES(mutex_) {
+  size_t Size() const SLUICE_EXCLUDES(mutex_) {
     MutexLock lock(&mutex_);
     return buckets_.size();
   }
@@ -95,12 +96,12 @@ class MemoryStore::Shard {
   using Buckets = std::unordered_map<std::string, Bucket>;
 
   // The soonest to expire is the nearest to full: forgetting it loses the least.
-  void EvictNearestToFull() REQUIRES(mutex_) {
+  void EvictNearestToFull() SLUICE_REQUIRES(mutex_) {
     Erase(buckets_.find(*by_expiry_.begin()->second));
     evictions_.fetch_add(1, std::memory_order_relaxed);
   }
 
-  void Erase(Buckets::iterator it) REQUIRES(mutex_) {
+  void Erase(Buckets::iterator it) SLUICE_REQUIRES(mutex_) {
     by_expiry_.erase(it->second.expiry_entry);
     buckets_.erase(it);
   }
@@ -108,8 +109,8 @@ class MemoryStore::Shard {
   const size_t max_buckets_;
   std::atomic<uint64_t> evictions_{0};
   mutable Mutex mutex_;
-  Buckets buckets_ GUARDED_BY(mutex_);        // node-based: key addresses stay valid for the index
-  ExpiryIndex by_expiry_ GUARDED_BY(mutex_);  // soonest expiry first
+  Buckets buckets_ SLUICE_GUARDED_BY(mutex_);  // node-based: key addresses stay valid for the index
+  ExpiryIndex by_expiry_ SLUICE_GUARDED_BY(mutex_);  // soonest expiry first
 };
 
 MemoryStore::MemoryStore(std::shared_ptr<const Clock> clock, size_t max_buckets)

@@ -14,13 +14,13 @@
 #include <vector>
 
 #include "common/clock_timer.h"
+#include "core/spent_quotas.h"
 #include "pg_connection.h"
 #include "sluice/latency_histogram.h"
 #include "sluice/mutex.h"
 #include "sluice/postgres_options.h"
 #include "sluice/postgres_quota_store.h"
 #include "sluice/quota_store.h"
-#include "sluice/spent_quotas.h"
 #include "store_loop.h"
 
 namespace sluice::postgres {
@@ -31,7 +31,7 @@ class QuotaPool : public std::enable_shared_from_this<QuotaPool> {
   QuotaPool(PostgresOptions options, std::function<std::string()> test_clock);
 
   // Reads the password and starts the thread and the connections.
-  void Start() EXCLUDES(mutex_);
+  void Start() SLUICE_EXCLUDES(mutex_);
   // Fails what waits with kUnavailable, closes the connections and joins the thread.
   void Stop();
 
@@ -39,11 +39,11 @@ class QuotaPool : public std::enable_shared_from_this<QuotaPool> {
   void Submit(std::vector<QuotaOp> ops, QuotaCallback done);
   std::optional<QuotaReply> KnownRejection(const QuotaOp& op) const;
   bool Ready() const { return ready_.load(std::memory_order_acquire); }
-  Status WaitReady(std::chrono::milliseconds timeout) const EXCLUDES(mutex_);
-  std::string LastError() const EXCLUDES(mutex_);
-  bool Refused() const EXCLUDES(mutex_);
+  Status WaitReady(std::chrono::milliseconds timeout) const SLUICE_EXCLUDES(mutex_);
+  std::string LastError() const SLUICE_EXCLUDES(mutex_);
+  bool Refused() const SLUICE_EXCLUDES(mutex_);
   // The password for the connections made from now on.
-  void SetPassword(std::string password) EXCLUDES(mutex_);
+  void SetPassword(std::string password) SLUICE_EXCLUDES(mutex_);
   PostgresQuotaStats Stats() const;
   LatencyCounts RoundTrips() const { return round_trips_.Counts(); }
   const PostgresOptions& options() const { return options_; }
@@ -117,11 +117,11 @@ class QuotaPool : public std::enable_shared_from_this<QuotaPool> {
   void OnNotice(std::string_view payload);
   // Whether some connection is up or on its way up: checks may wait for it.
   bool MayAnswer() const;
-  void SetReady() EXCLUDES(mutex_);
-  void SetLastError(const std::string& error, bool refused) EXCLUDES(mutex_);
+  void SetReady() SLUICE_EXCLUDES(mutex_);
+  void SetLastError(const std::string& error, bool refused) SLUICE_EXCLUDES(mutex_);
   // What no retry fixes (ok: nothing).
-  void SetFatal(Status error) EXCLUDES(mutex_);
-  Status Fatal() const EXCLUDES(mutex_);
+  void SetFatal(Status error) SLUICE_EXCLUDES(mutex_);
+  Status Fatal() const SLUICE_EXCLUDES(mutex_);
   std::string TestClock() const;
   std::chrono::milliseconds Jittered(std::chrono::milliseconds base);
 
@@ -148,10 +148,10 @@ class QuotaPool : public std::enable_shared_from_this<QuotaPool> {
   std::atomic<bool> ready_{false};
   mutable Mutex mutex_;
   mutable CondVar changed_;  // waited on with mutex_
-  std::string password_ GUARDED_BY(mutex_);
-  std::string last_error_ GUARDED_BY(mutex_);
-  Status fatal_ GUARDED_BY(mutex_);          // what no retry fixes (a table of the wrong shape)
-  bool refused_ GUARDED_BY(mutex_) = false;  // the server refused the credentials last time
+  std::string password_ SLUICE_GUARDED_BY(mutex_);
+  std::string last_error_ SLUICE_GUARDED_BY(mutex_);
+  Status fatal_ SLUICE_GUARDED_BY(mutex_);  // what no retry fixes (a table of the wrong shape)
+  bool refused_ SLUICE_GUARDED_BY(mutex_) = false;  // the server refused the credentials last time
   std::atomic<uint64_t> statements_{0};
   std::atomic<uint64_t> checks_{0};
   std::atomic<uint64_t> connects_{0};

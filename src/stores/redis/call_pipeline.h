@@ -46,12 +46,12 @@ class CallPipeline final : public std::enable_shared_from_this<CallPipeline>,
   void Stop();
 
   void Submit(std::vector<BucketOp> ops, const RedisCall& call, StoreCallback done)
-      EXCLUDES(submit_mutex_);
+      SLUICE_EXCLUDES(submit_mutex_);
 
   bool Ready() const { return ready_.load(std::memory_order_acquire); }
-  bool WaitReady(std::chrono::milliseconds timeout) const EXCLUDES(ready_mutex_);
+  bool WaitReady(std::chrono::milliseconds timeout) const SLUICE_EXCLUDES(ready_mutex_);
   RedisStoreStats Stats() const;
-  std::string LastError() const EXCLUDES(ready_mutex_);
+  std::string LastError() const SLUICE_EXCLUDES(ready_mutex_);
   LatencyCounts RoundTrips() const { return round_trips_.Counts(); }
 
  private:
@@ -121,13 +121,13 @@ class CallPipeline final : public std::enable_shared_from_this<CallPipeline>,
   void OnSetupReply(const Pending& p, const redisReply& reply);
   void OnRoleReply(const redisReply& reply);
   void BecomeReady();
-  void Shutdown() EXCLUDES(submit_mutex_);
+  void Shutdown() SLUICE_EXCLUDES(submit_mutex_);
   // Ready() from here on; when not, `why`.
-  void SetReady(bool ready, const std::string& why = "") EXCLUDES(ready_mutex_);
+  void SetReady(bool ready, const std::string& why = "") SLUICE_EXCLUDES(ready_mutex_);
   void OnMoved(const NodeAddress& now);
 
   // Sending.
-  void DrainSubmitted() EXCLUDES(submit_mutex_);
+  void DrainSubmitted() SLUICE_EXCLUDES(submit_mutex_);
   void Accept(SubmissionPtr submission);
   void Gather(SubmissionPtr submission);
   void SendGathered();
@@ -172,16 +172,16 @@ class CallPipeline final : public std::enable_shared_from_this<CallPipeline>,
 
   // Shared with submitting threads.
   Mutex submit_mutex_;
-  std::vector<SubmissionPtr> submitted_ GUARDED_BY(submit_mutex_);
-  bool drain_posted_ GUARDED_BY(submit_mutex_) = false;
-  bool stopped_ GUARDED_BY(submit_mutex_) = false;
+  std::vector<SubmissionPtr> submitted_ SLUICE_GUARDED_BY(submit_mutex_);
+  bool drain_posted_ SLUICE_GUARDED_BY(submit_mutex_) = false;
+  bool stopped_ SLUICE_GUARDED_BY(submit_mutex_) = false;
 
   // ready_ is an atomic for readers that take no lock; it changes under ready_mutex_, so that a
   // waiter cannot miss the change.
   mutable Mutex ready_mutex_;
   mutable CondVar ready_changed_;  // waited on with ready_mutex_
   std::atomic<bool> ready_{false};
-  std::string last_error_ GUARDED_BY(ready_mutex_);
+  std::string last_error_ SLUICE_GUARDED_BY(ready_mutex_);
 
   std::atomic<uint64_t> connects_{0};
   std::atomic<uint64_t> script_loads_{0};

@@ -34,22 +34,22 @@ class SpentQuotas {
   // been decided before the reset that called it (their notices and replies come by different
   // connections) and is not remembered.
   void Remember(const QuotaOp& op, const QuotaReply& reply, int64_t asked_ms, uint64_t changes)
-      EXCLUDES(mutex_);
+      SLUICE_EXCLUDES(mutex_);
 
   // How many times Forget or Clear has been called.
-  uint64_t Changes() const EXCLUDES(mutex_);
+  uint64_t Changes() const SLUICE_EXCLUDES(mutex_);
 
   // The reply an enforced `op` with a positive cost would get from the store, when the count
   // remembered for its quota and window leaves no room for its cost; none otherwise.
-  std::optional<QuotaReply> Rejection(const QuotaOp& op) const EXCLUDES(mutex_);
+  std::optional<QuotaReply> Rejection(const QuotaOp& op) const SLUICE_EXCLUDES(mutex_);
 
   // Forgets the quota of `bucket` and `value`, in whatever window.
-  void Forget(std::string_view bucket, std::string_view value) EXCLUDES(mutex_);
+  void Forget(std::string_view bucket, std::string_view value) SLUICE_EXCLUDES(mutex_);
 
   // Forgets everything: when what would Forget a quota may have been missed.
-  void Clear() EXCLUDES(mutex_);
+  void Clear() SLUICE_EXCLUDES(mutex_);
 
-  size_t size() const EXCLUDES(mutex_);
+  size_t size() const SLUICE_EXCLUDES(mutex_);
 
  private:
   struct Entry {
@@ -64,19 +64,19 @@ class SpentQuotas {
   using Entries = std::unordered_map<std::string, Entry>;  // "<bucket>:<value>"
 
   // Drops the entries whose window has ended.
-  void DropEnded(int64_t now) const REQUIRES(mutex_);
+  void DropEnded(int64_t now) const SLUICE_REQUIRES(mutex_);
   // Drops the entry `it` and its place in the order of ends.
-  void Erase(Entries::iterator it) const REQUIRES(mutex_);
+  void Erase(Entries::iterator it) const SLUICE_REQUIRES(mutex_);
 
   const std::shared_ptr<const Clock> clock_;
   const size_t max_keys_;
   mutable Mutex mutex_;
-  uint64_t changes_ GUARDED_BY(mutex_) = 0;
-  mutable Entries entries_ GUARDED_BY(mutex_);
+  uint64_t changes_ SLUICE_GUARDED_BY(mutex_) = 0;
+  mutable Entries entries_ SLUICE_GUARDED_BY(mutex_);
   // The entries in the order their windows end, by their keys (a node's key stays where it is):
   // the ended ones are at the front, so that making room costs O(log n) an entry, never a scan
   // of them all under the lock every request takes (clients choose the keys).
-  mutable std::set<std::pair<int64_t, const std::string*>> ends_ GUARDED_BY(mutex_);
+  mutable std::set<std::pair<int64_t, const std::string*>> ends_ SLUICE_GUARDED_BY(mutex_);
 };
 
 }  // namespace sluice
