@@ -41,6 +41,7 @@ class MemoryStore final : public Store {
 
   // Buckets forgotten before they were full, to stay within max_buckets.
   uint64_t Evictions() const;
+  std::optional<uint64_t> BucketsForgotten() const override { return Evictions(); }
 
  private:
   class Shard;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,11 @@ class Store {
   // The servers behind the store, one entry each (a cluster's primaries); none for a store
   // without a server, such as the memory store.
   virtual std::vector<StoreNodeStatus> Nodes() const { return {}; }
+
+  // For a store that holds its buckets itself within a bound (the memory store's max_buckets):
+  // the buckets it has forgotten before they were full, to stay within it. Nothing for a store
+  // without such a bound, whose server keeps what it holds.
+  virtual std::optional<uint64_t> BucketsForgotten() const { return std::nullopt; }
 };
 
 }  // namespace sluice

@@ -22,7 +22,7 @@
 #include "open_store.h"
 #include "rls/front_end.h"
 #include "sluice/local_counting_store.h"
-#include "sluice/memory_store.h"
+#include "sluice/store.h"
 #include "systemd_notify.h"
 
 namespace sluice::cli {
@@ -148,13 +148,13 @@ class Service {
         "process was out of file descriptors.\n"
         "# TYPE sluice_accept_pauses_total counter\nsluice_accept_pauses_total {}\n",
         pauses);
-    if (const auto memory = std::dynamic_pointer_cast<MemoryStore>(store_.stores.front())) {
+    if (const std::optional<uint64_t> forgotten = store_.stores.front()->BucketsForgotten()) {
       text += fmt::format(
           "# HELP sluice_memory_store_evictions_total Buckets the memory store forgot before "
           "they were full, to stay within store.max_buckets.\n"
           "# TYPE sluice_memory_store_evictions_total counter\n"
           "sluice_memory_store_evictions_total {}\n",
-          memory->Evictions());
+          *forgotten);
     }
     if (rls_) text += rls_->MetricsText();
     return text;
@@ -163,9 +163,9 @@ class Service {
   // The bounds on buckets held, for the log: the memory store's and the local counts'.
   std::vector<BoundsLog::Counter> Bounds() {
     std::vector<BoundsLog::Counter> bounds;
-    if (auto memory = std::dynamic_pointer_cast<MemoryStore>(store_.stores.front())) {
+    if (std::shared_ptr<Store> store = store_.stores.front(); store->BucketsForgotten()) {
       bounds.push_back(
-          {[memory] { return memory->Evictions(); },
+          {[store] { return store->BucketsForgotten().value_or(0); },
            "the memory store is at store.max_buckets: {} buckets forgotten before they were full"});
     }
     // The local counts are made anew with each configuration, their counts from 0.

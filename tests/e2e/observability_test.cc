@@ -11,6 +11,7 @@
 #include <string>
 
 #include "e2e/processes.h"
+#include "sluice/version.h"
 
 namespace sluice {
 namespace {
@@ -119,7 +120,10 @@ TEST_F(MetricsE2eTest, PromtoolFindsNothingToSayOfTheGatewaysAndTheRlsMetrics) {
   const auto [status, output] = Promtool(metrics);
   EXPECT_EQ(status, 0) << output;
   EXPECT_EQ(output, "") << metrics;
-  EXPECT_EQ(MetricValue(metrics, R"(sluice_build_info{version="0.3.0"})"), 1) << metrics;
+  EXPECT_EQ(MetricValue(metrics, std::string("sluice_build_info{version=\"") +
+                                     SLUICE_VERSION_STRING + "\"}"),
+            1)
+      << metrics;
   const std::string node = "node=\"127.0.0.1:" + std::to_string(redis_.port()) + "\"";
   EXPECT_EQ(MetricValue(metrics, "sluice_store_up{" + node + "}"), 1) << metrics;
   // Seven checks and one RLS call, each one round trip.

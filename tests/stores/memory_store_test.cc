@@ -108,6 +108,9 @@ TEST(MemoryStoreTest, TheBucketNearestToFullIsTheOneForgotten) {
   EXPECT_EQ(Take(store, "drained", 0, minute).remaining, 1);
   EXPECT_LE(store.BucketCount(), 64u);
   EXPECT_GE(store.Evictions(), 500u - 64u);
+  // What the command reports of any store, through the interface.
+  const Store& any = store;
+  EXPECT_EQ(any.BucketsForgotten(), store.Evictions());
 }
 
 }  // namespace
