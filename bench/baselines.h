@@ -1,9 +1,9 @@
-// The alternatives to the token bucket script that the design document sets aside, built only to
-// be measured against it (bench/baselines_bench) and to show what goes wrong
+// The alternatives to the token bucket script that the design (docs/design.md) sets aside, built
+// only to be measured against it (bench/baselines_bench) and to show what goes wrong
 // (tests/stores/baselines_test.cc). None is offered as a mode of the limiter.
 //
-// The methods on Redis are here; the document's other stores, PostgreSQL and Memcached, are in
-// postgres_baseline.h and memcached_baseline.h. A Redis client holds one blocking hiredis
+// The methods on Redis are here; the other stores of docs/design.md, PostgreSQL and Memcached, are
+// in postgres_baseline.h and memcached_baseline.h. A Redis client holds one blocking hiredis
 // connection and checks one token bucket in one of four ways. All four keep the script's state (a
 // hash of `tokens` and `ts`), take the time from the server's TIME, and decide with
 // sluice::TakeTokens, the script's arithmetic, so they differ only in how the read, the decision
@@ -80,8 +80,8 @@ bool IsFixedWindow(Method method);
 
 struct Options {
   // Pipeline every command that does not wait on an earlier reply: TIME with the read (and the
-  // WATCH), the lock's release with the write. Off: one step a round trip, as the design document
-  // counts them.
+  // WATCH), the lock's release with the write. Off: one step a round trip, as the design
+  // (docs/design.md) counts them.
   bool fewest_round_trips = false;
   // WATCH: transactions that may come back nil before the check is given up.
   int max_watch_retries = 100;

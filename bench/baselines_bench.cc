@@ -1,9 +1,9 @@
-// The token bucket script against the ways the design document sets aside (bench/baselines.h,
-// postgres_baseline.h, memcached_baseline.h): N clients, each a thread with a blocking connection
-// of its own, share `requests` checks of one method on one hot key or on many keys, then the next
-// method on fresh keys. For each method it prints what was admitted against what a correct
-// limiter allows, checks per second, the latency of a check, and round trips and retries per
-// check. bench/baselines_bench runs it in rounds on pinned servers.
+// The token bucket script against the ways the design (docs/design.md) sets aside
+// (bench/baselines.h, postgres_baseline.h, memcached_baseline.h): N clients, each a thread with a
+// blocking connection of its own, share `requests` checks of one method on one hot key or on many
+// keys, then the next method on fresh keys. For each method it prints what was admitted against
+// what a correct limiter allows, checks per second, the latency of a check, and round trips and
+// retries per check. bench/baselines_bench runs it in rounds on pinned servers.
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>

@@ -1,4 +1,4 @@
--- The design document's token bucket script, kept as the document prints it: the baseline
+-- The token bucket script of the design (docs/design.md), kept as it was specified: the baseline
 -- bench/script_cost measures Sluice's scripts against (redis-benchmark runs it, one check a call).
 -- One token bucket, checked and updated in one atomic step.
 -- KEYS[1] the bucket, e.g. rl:key:ak_abc123

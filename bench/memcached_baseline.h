@@ -1,7 +1,7 @@
-// The design document's Memcached: a fixed window by `incr`, and a token bucket by a `gets`/`cas`
-// loop. Built only to be measured against the scripts (bench/baselines_bench) and held to their
-// answers (tests/stores/baselines_test.cc); never a store of the limiter. One blocking connection
-// speaking Memcached's text protocol.
+// The design's (docs/design.md) Memcached: a fixed window by `incr`, and a token bucket by a
+// `gets`/`cas` loop. Built only to be measured against the scripts (bench/baselines_bench) and held
+// to their answers (tests/stores/baselines_test.cc); never a store of the limiter. One blocking
+// connection speaking Memcached's text protocol.
 //
 // Memcached has no command that reads its clock, so both take the time from the client's clock
 // (injected), the gateways' clocks that the script's TIME avoids; and it counts expiries in whole

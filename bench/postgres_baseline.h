@@ -1,6 +1,6 @@
-// The design document's relational database: the token bucket as one SQL statement per check, an
-// UPDATE ... RETURNING (an INSERT ... ON CONFLICT DO UPDATE ... RETURNING, since no row means a
-// full bucket, as no key does for the script). Built only to be measured against the script
+// The design's (docs/design.md) relational database: the token bucket as one SQL statement per
+// check, an UPDATE ... RETURNING (an INSERT ... ON CONFLICT DO UPDATE ... RETURNING, since no row
+// means a full bucket, as no key does for the script). Built only to be measured against the script
 // (bench/baselines_bench) and held to its answers (tests/stores/baselines_test.cc); never a store
 // of the limiter.
 //

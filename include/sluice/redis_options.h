@@ -26,8 +26,8 @@ enum class ScriptMode {
 // How a token bucket is kept in Redis. Either layout reads a bucket the other left, and
 // replaces it, so switching keeps every count.
 enum class BucketLayout {
-  kHash,     // the design document's: a hash of tokens and ts; shared with any gateway that
-             // runs the document's script
+  kHash,     // a hash of tokens and ts, as docs/design.md's script keeps it: shared with any
+             // gateway that runs that script
   kCompact,  // one 16-byte string set with its expiry in one command: less memory, and one
              // command a bucket fewer for Redis to run
 };

@@ -75,7 +75,7 @@ struct ReplicaWait {
 // fixed window counts requests in windows of `period`, at most `capacity` in each, and lets
 // twice that through around a window's edge.
 enum class Algorithm {
-  kTokenBucket,  // the design document's: tokens and the time of the last refill
+  kTokenBucket,  // tokens and the time of the last refill (docs/design.md's script)
   kGcra,         // the theoretical arrival time at which the bucket is full again
   kFixedWindow,  // a count per clock-aligned window: INCR and PEXPIRE
 };

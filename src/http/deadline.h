@@ -4,8 +4,6 @@
 // around every read and every write.
 #pragma once
 
-#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
-
 #include <boost/asio.hpp>
 #include <memory>
 

@@ -4,8 +4,6 @@
 // or a strand.
 #pragma once
 
-#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
-
 #include <algorithm>
 #include <atomic>
 #include <boost/asio/executor_work_guard.hpp>

@@ -5,8 +5,6 @@
 // replaced while serving.
 #pragma once
 
-#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
-
 #include <functional>
 #include <memory>
 #include <string>

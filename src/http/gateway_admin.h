@@ -3,8 +3,6 @@
 // (/debug/top).
 #pragma once
 
-#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
-
 #include <chrono>
 #include <functional>
 #include <optional>

@@ -4,8 +4,6 @@
 // the status alone).
 #pragma once
 
-#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
-
 #include "http/gateway_core.h"
 
 namespace sluice::http {

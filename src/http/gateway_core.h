@@ -3,8 +3,6 @@
 // its store's troubles logged), with the pieces of an answer that every front end gives alike.
 #pragma once
 
-#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
-
 #include <atomic>
 #include <functional>
 #include <memory>

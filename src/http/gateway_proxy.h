@@ -2,8 +2,6 @@
 // refused with 429 (503 when the store cannot be asked and the policy is to fail closed).
 #pragma once
 
-#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
-
 #include <memory>
 #include <vector>
 

@@ -2,8 +2,6 @@
 // every read and write, and limits on the size of what a client may send.
 #pragma once
 
-#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
-
 #include <atomic>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>

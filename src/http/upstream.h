@@ -2,8 +2,6 @@
 // request over it with hop-by-hop headers handled as RFC 9110 says.
 #pragma once
 
-#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
-
 #include <chrono>
 #include <memory>
 #include <string>

@@ -4,8 +4,6 @@
 // that arrive in parts; for a whole message the same bytes cost a small part of that work.
 #pragma once
 
-#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
-
 #include <algorithm>
 #include <array>
 #include <boost/asio.hpp>

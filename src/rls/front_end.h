@@ -2,8 +2,6 @@
 // the service on the gateway's stores, and its gRPC and JSON servers.
 #pragma once
 
-#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
-
 #include <chrono>
 #include <memory>
 #include <string>

@@ -2,8 +2,6 @@
 // it over HTTP. 200 when OK, 429 when over the limit, 400 for a malformed request.
 #pragma once
 
-#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
-
 #include "http/server.h"
 #include "rls/service.h"
 

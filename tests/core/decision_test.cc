@@ -5,7 +5,7 @@
 namespace sluice {
 namespace {
 
-// One rule's answer in a row of the document's table; retry in ms when rejecting.
+// One rule's answer in a row of the design's table (docs/design.md); retry in ms when rejecting.
 struct Cell {
   bool allowed;
   int64_t retry_ms = 0;
@@ -21,7 +21,7 @@ struct Row {
 
 class DecisionTableTest : public ::testing::TestWithParam<Row> {};
 
-// The design document's decision table, row by row.
+// The design's decision table, row by row.
 INSTANTIATE_TEST_SUITE_P(
     Document, DecisionTableTest,
     ::testing::Values(Row{"AllAllow", {true}, {true}, {true}, true, 0, std::nullopt},

@@ -29,8 +29,9 @@ TEST(FixedWindowTest, WindowsAreAlignedToTheClock) {
   EXPECT_EQ(TakeFixedWindow(std::nullopt, kFivePerMinute, 1, 60'000).ttl_ms, 60'000);
 }
 
-// The flaw the design document names: the last moment of one window and the first of the next
-// let through twice the limit, where a token bucket of the same rate lets through the capacity.
+// The flaw the design (docs/design.md) names: the last moment of one window and the first of the
+// next let through twice the limit, where a token bucket of the same rate lets through the
+// capacity.
 TEST(FixedWindowTest, TwiceTheLimitPassesAroundAWindowEdge) {
   std::optional<int64_t> count;
   int admitted = 0;

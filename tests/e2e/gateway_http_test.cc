@@ -1,7 +1,6 @@
 // How `sluice serve` speaks HTTP as users' clients and upstreams do: hostile and malformed
 // input, RFC 9112's rules for a proxy, kept-alive client connections, and the upstream pool.
 // Real processes on loopback ports.
-#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
 
 #include <gtest/gtest.h>
 #include <poll.h>

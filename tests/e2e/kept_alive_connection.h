@@ -2,8 +2,6 @@
 // in parts, or hold connections open.
 #pragma once
 
-#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
-
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>

@@ -3,8 +3,6 @@
 // no upstream, so only requests it refuses may be sent to it.
 #pragma once
 
-#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
-
 #include <functional>
 #include <memory>
 #include <string>

@@ -2,7 +2,6 @@
 // responses out, on the memory store (or a store that fails or holds its answers), in
 // milliseconds. rls_service_test.cc keeps what needs a real `sluice serve`: gRPC and HTTP/2, the
 // health service, signals, Redis.
-#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
 
 #include "rls/service.h"
 

@@ -1,9 +1,9 @@
-// The design document's two results about the ways it sets aside, against a real redis-server:
-// read, decide and write as separate commands lets far more than a bucket's capacity through,
-// and two clients racing with WATCH for one token get exactly one between them. The script, WATCH,
-// the lock, the token bucket in SQL on a real PostgreSQL and the CAS loop on a real memcached all
-// admit exactly the capacity, and the last two answer as the script does. The baselines
-// themselves are in bench/.
+// The design's (docs/design.md) two results about the ways it sets aside, against a real
+// redis-server: read, decide and write as separate commands lets far more than a bucket's capacity
+// through, and two clients racing with WATCH for one token get exactly one between them. The
+// script, WATCH, the lock, the token bucket in SQL on a real PostgreSQL and the CAS loop on a real
+// memcached all admit exactly the capacity, and the last two answer as the script does. The
+// baselines themselves are in bench/.
 #include "baselines.h"
 
 #include <gtest/gtest.h>

@@ -310,7 +310,7 @@ TEST(RedisReplicaWaitTest, WaitsEndShortWithoutReplicasAndChecksShareThem) {
 }
 
 // What a bucket costs Redis in memory: the token bucket's hash of two fields against GCRA's one
-// number (the design document gives 132 and 84 bytes).
+// number (the design (docs/design.md) gives 132 and 84 bytes).
 TEST(RedisMemoryTest, AGcraBucketTakesLessMemoryThanATokenBucket) {
   RedisServer server;
   auto store = Connect(server.Options());

@@ -1,5 +1,3 @@
-#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
-
 #include "slot_map_reader.h"
 
 #include <algorithm>

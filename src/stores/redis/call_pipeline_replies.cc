@@ -1,5 +1,3 @@
-#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
-
 // CallPipeline's replies: matched to the FIFO of what was written, and what each kind of reply
 // does (a script call's replies to its submissions, NOSCRIPT, redirections, ROLE, WAIT).
 #include <algorithm>

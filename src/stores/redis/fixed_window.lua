@@ -1,6 +1,6 @@
 -- Fixed windows: a count per key of the requests in the current window, kept with INCRBY and an
--- expiry in one atomic step, the counter the design document says memcached could keep. Windows
--- are aligned to Redis's clock (a one-minute window starts on the minute) and a key expires at
+-- expiry in one atomic step, the counter docs/design.md says memcached could keep. Windows are
+-- aligned to Redis's clock (a one-minute window starts on the minute) and a key expires at
 -- its window's end (SET ... PXAT on the window's first count, INCRBY after).
 -- calls.lua, appended to this file, runs the call; these are the algorithm's steps.
 -- An op's numbers are the most requests per window, the same number again (a window has no

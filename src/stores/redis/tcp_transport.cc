@@ -1,5 +1,3 @@
-#include <utility>  // before asio: Boost 1.74's coroutine support needs it first
-
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>

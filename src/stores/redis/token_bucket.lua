@@ -1,7 +1,7 @@
 -- Token buckets: a bucket is its tokens and the time (ms) they were counted, and expires when
 -- it would be full again, so that no key means a full bucket. This file holds the algorithm's
--- arithmetic, the design document's; a layout file appended to it reads and writes the bucket
--- (token_bucket_hash.lua, the document's hash; token_bucket_compact.lua, one packed string),
+-- arithmetic, docs/design.md's; a layout file appended to it reads and writes the bucket
+-- (token_bucket_hash.lua, the design's hash; token_bucket_compact.lua, one packed string),
 -- and calls.lua, appended last, runs the call.
 -- An op's numbers are the bucket's capacity, tokens added per period, period in ms, and the cost
 -- (negative: a refund, never past full). An up-to op (mode 'u') takes as many whole tokens as
@@ -37,7 +37,7 @@ local function take(state, capacity, rate, period, cost, mode, now)
     max(0, ceil((capacity - tokens) / per_ms))
 end
 
--- The bucket in the document's layout, a hash of tokens and ts ({} for no key); or nil and the
+-- The bucket in the design's layout, a hash of tokens and ts ({} for no key); or nil and the
 -- server's error when the key holds another type.
 local function hash_state(key)
   local stored = redis.pcall('HMGET', key, 'tokens', 'ts')

@@ -1,5 +1,5 @@
 
--- The document's layout: a hash of tokens and ts with an expiry.
+-- The design's layout (docs/design.md): a hash of tokens and ts with an expiry.
 local read = taking_over(hash_state, packed_state)
 
 -- Full by the expiry, so no key means the same; a full bucket (expiry 0) is deleted at once.
