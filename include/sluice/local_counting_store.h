@@ -61,7 +61,7 @@ struct LocalCountingStats {
 // event loop, say), each sending its checks' calls through its own.
 class LocalCountingStore final : public Store {
  public:
-  static constexpr size_t kDefaultMaxBuckets = 1'000'000;
+  static constexpr size_t kDefaultMaxBuckets = sluice::kDefaultMaxBuckets;
 
   // `clock` (a SteadyClock when null) times syncs and leases; the buckets' own clock stays the
   // shared store's. `max_buckets` (at least 1) bounds the buckets held.

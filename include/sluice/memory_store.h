@@ -21,7 +21,7 @@ namespace sluice {
 // completes inline, on the caller's thread.
 class MemoryStore final : public Store {
  public:
-  static constexpr size_t kDefaultMaxBuckets = 1'000'000;
+  static constexpr size_t kDefaultMaxBuckets = sluice::kDefaultMaxBuckets;
 
   // `clock` supplies the time (a SteadyClock when null); `max_buckets` (at least 1) bounds the
   // buckets held.

@@ -2,6 +2,7 @@
 // operations, atomically each, and say what each bucket answered.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -14,6 +15,10 @@
 #include "sluice/token_bucket.h"
 
 namespace sluice {
+
+// The most buckets a store that holds them itself (the memory store), or a process's local
+// counts, hold unless told otherwise.
+inline constexpr size_t kDefaultMaxBuckets = 1'000'000;
 
 // One bucket operation: take `cost` tokens from the bucket under `key`, shaped by `limit`.
 // A negative cost gives tokens back (a refund), never above capacity.

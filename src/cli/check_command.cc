@@ -15,7 +15,7 @@
 #include "open_store.h"
 #include "sluice/limiter.h"
 #include "sluice/postgres_options.h"
-#include "sluice/redis_store.h"
+#include "stores/store_kind.h"
 
 namespace sluice::cli {
 namespace {
@@ -99,58 +99,49 @@ Request ParseRequest(const std::vector<std::string>& attributes) {
   return request;
 }
 
-// "cluster://host:port,host:port": the seeds of a Redis Cluster.
-ClusterOptions ClusterOf(std::string_view seeds) {
-  ClusterOptions cluster;
-  while (!seeds.empty()) {
-    const size_t comma = seeds.find(',');
-    cluster.seeds.push_back(OrRefuse(ParseHostPort(seeds.substr(0, comma))));
-    seeds = comma == std::string_view::npos ? "" : seeds.substr(comma + 1);
-  }
-  return cluster;
-}
-
-// The TLS flags over `tls` (rediss:// turns it on); none given and none on: plaintext.
-std::optional<TlsOptions> TlsOf(const CheckArgs& args, std::optional<TlsOptions> tls) {
+// The `tls:` the TLS flags stand for, or a null node when none is given.
+YAML::Node TlsFieldsOf(const CheckArgs& args) {
   const bool flagged = args.tls || !args.tls_ca.empty() || !args.tls_cert.empty() ||
                        !args.tls_key.empty() || !args.tls_server_name.empty();
-  if (!flagged) return tls;
-  TlsOptions options = tls.value_or(TlsOptions{});
-  options.ca_file = args.tls_ca;
-  options.cert_file = args.tls_cert;
-  options.key_file = args.tls_key;
-  options.server_name = args.tls_server_name;
-  return options;
-}
-
-// The store's credentials and timings from the flags, over what the URL gave.
-template <typename Options>
-void OverrideByFlags(const CheckArgs& args, Options& options) {
-  options.mode = OrRefuse(config::ParseScriptMode(args.mode));
-  options.timeout = std::chrono::milliseconds(OrRefuse(config::ParseDurationMs(args.timeout)));
-  options.tls = TlsOf(args, options.tls);
-  if (!args.password_file.empty()) {
-    if (!options.password.empty()) Refuse("--password-file: the URL has a password already");
-    options.password_file = args.password_file;
+  if (!flagged) return YAML::Node();
+  YAML::Node tls(YAML::NodeType::Map);
+  const std::pair<const char*, const std::string*> fields[] = {
+      {"ca_file", &args.tls_ca},
+      {"cert_file", &args.tls_cert},
+      {"key_file", &args.tls_key},
+      {"server_name", &args.tls_server_name}};
+  for (const auto& [field, value] : fields) {
+    if (!value->empty()) tls[field] = *value;
   }
+  return tls;
 }
 
+// The `store:` fields the flags stand for: the --store URL's, then --mode and --timeout where
+// the kind takes them, --password-file and the TLS flags, all read as the configuration's are.
 config::StoreConfig StoreConfigOf(const CheckArgs& args) {
-  config::StoreConfig store;
-  if (args.store == "memory") return store;
-  if (std::string_view(args.store).starts_with("cluster://")) {
-    store.type = config::StoreType::kCluster;
-    store.cluster = ClusterOf(std::string_view(args.store).substr(10));
-    OverrideByFlags(args, store.cluster);
-    return store;
+  const stores::StoreKind* kind = stores::StoreKindForUrl(args.store);
+  if (kind == nullptr) {
+    std::string names;
+    for (const stores::StoreKind& k : stores::StoreKinds()) {
+      for (std::string_view scheme : k.url_schemes) names += ", " + std::string(scheme) + "...";
+      if (k.url_schemes.empty()) names += ", " + std::string(k.type);
+    }
+    Refuse("--store \"" + args.store + "\": expected one of " + names.substr(2));
   }
-  store.redis = OrRefuse(ParseRedisUrl(args.store));
-  store.type = store.redis.sentinel ? config::StoreType::kSentinel : config::StoreType::kRedis;
-  if (!store.redis.unix_path.empty() && TlsOf(args, std::nullopt)) {
-    Refuse("TLS is not for unix:// stores");
-  }
-  OverrideByFlags(args, store.redis);
-  return store;
+  YAML::Node fields =
+      kind->url_fields ? OrRefuse(kind->url_fields(args.store)) : YAML::Node(YAML::NodeType::Map);
+  fields["type"] = std::string(kind->type);
+  const auto takes = [&](std::string_view field) {
+    return std::find(kind->fields.begin(), kind->fields.end(), field) != kind->fields.end();
+  };
+  if (takes("mode")) fields["mode"] = args.mode;
+  if (takes("timeout")) fields["timeout"] = args.timeout;
+  if (!args.password_file.empty()) fields["password_file"] = args.password_file;
+  if (YAML::Node tls = TlsFieldsOf(args); !tls.IsNull()) fields["tls"] = tls;
+  YAML::Emitter yaml;
+  yaml << fields;
+  return OrRefuse(config::ReadYamlDocument<config::StoreConfig>(
+      yaml.c_str(), "--store and its flags", {}, config::ParseStore));
 }
 
 // Marks the rules --durable names; a calendar period is for those alone.

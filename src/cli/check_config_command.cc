@@ -7,29 +7,14 @@
 #include <string>
 
 #include "config/config.h"
-#include "open_store.h"
 #include "rls/descriptor_config.h"
 #include "sluice/local_counting_store.h"
-#include "sluice/memory_store.h"
 #include "sluice/postgres_options.h"
 #include "sluice/quota_store.h"
+#include "stores/store_kind.h"
 
 namespace sluice::cli {
 namespace {
-
-const char* StoreKind(config::StoreType type) {
-  switch (type) {
-    case config::StoreType::kRedis:
-      return "redis";
-    case config::StoreType::kSentinel:
-      return "redis sentinel";
-    case config::StoreType::kCluster:
-      return "redis cluster";
-    case config::StoreType::kMemory:
-      break;
-  }
-  return "memory";
-}
 
 // Stands for the quota store while the limiter's rules are validated: it is never asked.
 class UnaskedQuotaStore final : public QuotaStore {
@@ -49,8 +34,8 @@ int ValidateConfigFile(const std::string& path) {
     return 1;
   }
   const config::Config& c = *loaded;
-  if (auto credentials = LoadCredentials(c.store); !credentials.ok()) {
-    fmt::print(stderr, "{}: store: {}\n", path, credentials.status().message());
+  if (Status credentials = c.store.settings->CheckCredentials(); !credentials.ok()) {
+    fmt::print(stderr, "{}: store: {}\n", path, credentials.message());
     return 1;
   }
   if (c.quota_store) {
@@ -59,9 +44,10 @@ int ValidateConfigFile(const std::string& path) {
       return 1;
     }
   }
-  // The stores stand in for the configured ones; rules that count locally get local counts in
-  // front of the store, as `serve` gives them.
-  std::shared_ptr<Store> store = std::make_shared<MemoryStore>();
+  // The default store (memory) stands in for the configured one; rules that count locally get
+  // local counts in front of it, as `serve` gives them.
+  std::shared_ptr<Store> store =
+      stores::DefaultStoreSettings()->Open({nullptr}, 1).value().stores.front();
   if (std::any_of(c.rules.begin(), c.rules.end(),
                   [](const Rule& r) { return r.CountsLocally(); })) {
     store = std::make_shared<LocalCountingStore>(store);
@@ -83,7 +69,7 @@ int ValidateConfigFile(const std::string& path) {
     domains = files->size();
   }
   fmt::print("{}: ok ({} rules, {} rate limit service domains, {} store, listening on {})\n", path,
-             c.rules.size(), domains, StoreKind(c.store.type),
+             c.rules.size(), domains, c.store.settings->Kind(),
              c.proxy ? c.listen.ToString() : "no proxy");
   return 0;
 }

@@ -15,8 +15,7 @@ size_t DescriptorsNeeded(const config::Config& config) {
   if (config.check_listen) ++listeners;
   if (config.rls && config.rls->json_listen) ++listeners;
   const size_t threads = config.threads == 0 ? 1 : config.threads;
-  size_t store_connections = threads;
-  if (config.store.type == config::StoreType::kCluster) store_connections *= 16;  // primaries
+  const size_t store_connections = threads * config.store.settings->ConnectionsPerLoop();
   const size_t upstream = config.proxy ? threads * config.upstream.pool : 0;
   return listeners * config.max_connections + upstream + store_connections + kMargin;
 }

@@ -20,6 +20,7 @@
 #include "open_store.h"
 #include "rls/front_end.h"
 #include "sluice/local_counting_store.h"
+#include "sluice/redis_credentials.h"
 #include "sluice/store.h"
 #include "systemd_notify.h"
 
@@ -104,7 +105,7 @@ class Service {
     asio::post(loops_[0], [this] { SampleStatus(); });
     bounds_log_ = std::make_unique<BoundsLog>(loops_[0], std::chrono::seconds(10), Bounds());
     drain_timeout_ = c.drain_timeout;
-    store_timeout_ = config::StoreTimeout(c.store);
+    store_timeout_ = c.store.settings->Timeout();
     // Ready once the signals are caught, so that a reload systemd sends at once finds a handler.
     asio::post(loops_[0], [this] {
       WaitForSignals();

@@ -225,11 +225,6 @@ Result<FailurePolicy> ParseFailurePolicy(std::string_view name) {
       name, {{"open", FailurePolicy::kOpen}, {"closed", FailurePolicy::kClosed}});
 }
 
-Result<ScriptMode> ParseScriptMode(std::string_view name) {
-  return Choose<ScriptMode>(
-      name, {{"evalsha", ScriptMode::kEvalsha}, {"function", ScriptMode::kFunction}});
-}
-
 LimiterOptions LimiterOptionsOf(const Config& config) {
   LimiterOptions options{config.key_prefix, config.hash_tag_values, config.policy, config.failure};
   if (config.quota_store) options.quota_failure = config.quota_store->failure;

@@ -102,11 +102,10 @@ struct Config {
 };
 
 // The names the configuration and the command line give each choice: "charge-all",
-// "stop-at-first", "refund"; "open", "closed"; "evalsha", "function". Anything else is refused
+// "stop-at-first", "refund"; "open", "closed". Anything else is refused
 // with a message that lists the names.
 Result<MultiRulePolicy> ParsePolicy(std::string_view name);
 Result<FailurePolicy> ParseFailurePolicy(std::string_view name);
-Result<ScriptMode> ParseScriptMode(std::string_view name);
 
 // The limiter options `config` asks for, with a new over-limit cache when it asks for one (the
 // limiters of one configuration share it); no quota store (the caller opens it once for all).

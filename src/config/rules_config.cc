@@ -1,10 +1,13 @@
 #include "config/rules_config.h"
 
+#include <algorithm>
 #include <set>
 #include <string>
 
 #include "config/quota_store_config.h"
 #include "config/schema.h"
+#include "core/algorithm_kind.h"
+#include "stores/local/counting_modes.h"
 
 namespace sluice::config {
 namespace {
@@ -31,26 +34,29 @@ Limit ParseLimit(const YamlField& f, Limit base, CalendarPeriod calendar = Calen
   return base;
 }
 
-// `counting`, `sync_interval` and `lease` of a rule.
+// The mode a rule's `counting` names: the default (shared) when it names none.
+const stores::CountingMode& CountingModeNamed(const YamlField& rule) {
+  const std::vector<stores::CountingMode>& modes = stores::CountingModes();
+  if (!rule.Has("counting")) return modes.front();
+  std::vector<std::string_view> names;
+  for (const stores::CountingMode& mode : modes) names.push_back(mode.name);
+  const std::string name = rule["counting"].OneOf(names);
+  return *std::find_if(modes.begin(), modes.end(),
+                       [&](const stores::CountingMode& mode) { return mode.name == name; });
+}
+
+// `counting` of a rule, and the fields of its mode; another mode's fields are refused.
 void ParseCounting(const YamlField& f, LocalCounting& counting) {
-  if (f.Has("counting")) {
-    const std::string mode = f["counting"].OneOf({"shared", "synced", "leased"});
-    counting.mode = mode == "synced"   ? Counting::kSynced
-                    : mode == "leased" ? Counting::kLeased
-                                       : Counting::kShared;
+  const stores::CountingMode& chosen = CountingModeNamed(f);
+  for (const stores::CountingMode& other : stores::CountingModes()) {
+    for (std::string_view field : other.fields) {
+      if (&other != &chosen && f.Has(std::string(field))) {
+        f[std::string(field)].Fail("needs counting: " + std::string(other.name));
+      }
+    }
   }
-  if (f.Has("sync_interval")) {
-    if (counting.mode != Counting::kSynced) f["sync_interval"].Fail("needs counting: synced");
-    counting.sync_interval_ms = f["sync_interval"].Duration().count();
-  }
-  if (f.Has("lease")) {
-    YamlField lease = f["lease"];
-    if (counting.mode != Counting::kLeased) lease.Fail("needs counting: leased");
-    lease.ExpectMap(KeysOf("rules[].lease"));
-    if (lease.Has("max_fraction"))
-      counting.lease_max_fraction = lease["max_fraction"].Fraction(0, 1);
-    if (lease.Has("ttl")) counting.lease_ttl_ms = lease["ttl"].Duration().count();
-  }
+  counting.mode = chosen.mode;
+  chosen.parse(f, counting);
 }
 
 // `cost_from: {response_header: NAME}`: the cost a response reports, charged after it.
@@ -63,10 +69,9 @@ std::string ParseCostFrom(const YamlField& from) {
 }
 
 Algorithm ParseAlgorithm(const YamlField& f) {
-  const std::string algorithm = f.OneOf({"token-bucket", "gcra", "fixed-window"});
-  return algorithm == "gcra"           ? Algorithm::kGcra
-         : algorithm == "fixed-window" ? Algorithm::kFixedWindow
-                                       : Algorithm::kTokenBucket;
+  std::vector<std::string_view> names;
+  for (const AlgorithmKind& kind : AlgorithmKinds()) names.push_back(kind.name);
+  return AlgorithmNamed(f.OneOf(names))->id;
 }
 
 ReplicaWait ParseWait(const YamlField& wait) {
@@ -138,15 +143,17 @@ std::vector<Rule> ParseRules(const YamlField& f) {
 }
 
 // WAIT holds the store connection while it waits, so a wait must end well within the store's
-// timeout; the memory store has no replicas to wait for.
+// timeout; a store without replicas (the memory store) has none to wait for.
 void ValidateReplicaWaits(const std::vector<Rule>& rules, const StoreConfig& store,
                           const YamlField& fields) {
   size_t i = 0;
   fields.ForEach([&](const YamlField& field) {
     const ReplicaWait& wait = rules[i++].wait;
     if (wait.replicas == 0) return;
-    if (store.type == StoreType::kMemory) field["wait"].Fail("the memory store has no replicas");
-    const auto timeout = StoreTimeout(store);
+    if (!store.settings->HasReplicas()) {
+      field["wait"].Fail("the " + store.type + " store has no replicas");
+    }
+    const auto timeout = store.settings->Timeout();
     if (2 * wait.timeout_ms > timeout.count()) {
       field["wait"].Fail("its timeout must be at most half the store's timeout (" +
                          std::to_string(timeout.count()) + " ms)");

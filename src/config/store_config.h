@@ -3,34 +3,31 @@
 
 #include <chrono>
 #include <cstddef>
+#include <memory>
+#include <string>
 
 #include "config/yaml_field.h"
-#include "sluice/cluster_store.h"
-#include "sluice/memory_store.h"
-#include "sluice/redis_store.h"
+#include "sluice/store.h"
+#include "stores/store_kind.h"
 
 namespace sluice::config {
 
-enum class StoreType { kMemory, kRedis, kSentinel, kCluster };
-
 struct StoreConfig {
-  StoreType type = StoreType::kMemory;
-  // For kRedis: from `url`, the credentials, `tls`, `mode`, `timeout`, ...; for kSentinel the
-  // same, with `sentinel` from `sentinels`, `master` and the sentinels' credentials.
-  RedisOptions redis;
-  ClusterOptions cluster;  // for kCluster: from `nodes`, the credentials, `tls`, `mode`, ...
+  std::string type = "memory";  // `type`: a kind of stores::StoreKinds()
+  // Its other fields, as its kind read them.
+  std::shared_ptr<const stores::StoreSettings> settings = stores::DefaultStoreSettings();
   // `max_buckets`: the most a memory store holds, and on any store the most buckets of synced
   // and leased rules counted in this process.
-  size_t max_buckets = MemoryStore::kDefaultMaxBuckets;
+  size_t max_buckets = kDefaultMaxBuckets;
 
-  bool operator==(const StoreConfig&) const = default;
+  bool operator==(const StoreConfig& other) const {
+    return type == other.type && max_buckets == other.max_buckets &&
+           settings->Equals(*other.settings);
+  }
 };
 
-// A check's time limit on the store: its `timeout`, or 0 for the memory store.
-std::chrono::milliseconds StoreTimeout(const StoreConfig& store);
-
 // `store: {type: memory | redis | sentinel | cluster, ...}`. A field that another type takes is
-// refused, naming the types that take it; credentials have one source each (URL, value or file).
+// refused, naming the types that take it.
 StoreConfig ParseStore(const YamlField& f);
 
 }  // namespace sluice::config

@@ -124,6 +124,10 @@ std::chrono::milliseconds YamlField::Duration() const {
 }
 
 std::string YamlField::OneOf(std::initializer_list<std::string_view> choices) const {
+  return OneOf(std::span<const std::string_view>(choices.begin(), choices.size()));
+}
+
+std::string YamlField::OneOf(std::span<const std::string_view> choices) const {
   std::string value = String();
   if (std::find(choices.begin(), choices.end(), value) != choices.end()) return value;
   std::string list;

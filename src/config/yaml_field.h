@@ -101,6 +101,7 @@ class YamlField {
 
   // The value, which must be one of `choices`.
   std::string OneOf(std::initializer_list<std::string_view> choices) const;
+  std::string OneOf(std::span<const std::string_view> choices) const;
 
   // The value of `result`, or its message as this field's refusal.
   template <typename T>

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "algorithm_kind.h"
+
 namespace sluice {
 
 // Mirrors gcra.lua line by line; keep the two in step.
@@ -31,6 +33,20 @@ TakeOutcome TakeGcra(const std::optional<double>& tat_ms, const Limit& limit, in
   out.state.updated_ms = now_ms;
   out.reply.remaining = static_cast<int64_t>(std::floor(capacity - (tat - now) / interval + 1e-9));
   return out;
+}
+
+AlgorithmKind GcraAlgorithm() {
+  return {.id = Algorithm::kGcra,
+          .name = "gcra",
+          .key_prefix = "gcra:",
+          .take =
+              [](const std::optional<BucketState>& state, const Limit& limit, int64_t cost,
+                 int64_t now_ms) {
+                return TakeGcra(state ? std::optional<double>(state->tat_ms) : std::nullopt, limit,
+                                cost, now_ms);
+              },
+          .validate = [](const Limit&) { return Status(); },
+          .partial_takes = false};
 }
 
 }  // namespace sluice

@@ -6,6 +6,7 @@
 #include <future>
 #include <set>
 
+#include "algorithm_kind.h"
 #include "charging.h"
 #include "sluice/bucket_key.h"
 
@@ -216,23 +217,9 @@ void ThenQuotas(const StatePtr& state, const std::shared_ptr<const Plan>& plan, 
       });
 }
 
-// Each algorithm's buckets have keys of their own: a rule that changes algorithm starts afresh
-// rather than reading another algorithm's state.
-const char* AlgorithmPrefix(Algorithm algorithm) {
-  switch (algorithm) {
-    case Algorithm::kGcra:
-      return "gcra:";
-    case Algorithm::kFixedWindow:
-      return "fw:";
-    case Algorithm::kTokenBucket:
-      break;
-  }
-  return "";
-}
-
 // Whether a report of a request's cost may charge `rule`: it can go into debt.
 bool TakesReports(const Rule& rule) {
-  return rule.algorithm == Algorithm::kTokenBucket && rule.counting.mode == Counting::kShared;
+  return AlgorithmOf(rule.algorithm).partial_takes && rule.counting.mode == Counting::kShared;
 }
 
 // The bucket operations for `request`, or the reason a key could not be built: a check's, or
@@ -262,8 +249,9 @@ Result<Plan> MakePlan(const Limiter::State& state, const Request& request,
       plan.quota_rules.push_back(i);
       continue;
     }
-    Result<std::string> key = BucketKey(state.options.key_prefix + AlgorithmPrefix(rule.algorithm),
-                                        rule.BucketName(), *value, state.options.hash_tag_values);
+    Result<std::string> key =
+        BucketKey(state.options.key_prefix + std::string(AlgorithmOf(rule.algorithm).key_prefix),
+                  rule.BucketName(), *value, state.options.hash_tag_values);
     if (!key.ok()) {
       return Status::InvalidArgument("attribute \"" + rule.attribute +
                                      "\": " + key.status().message());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "algorithm_kind.h"
 #include "plain_name.h"
 
 namespace sluice {
@@ -44,20 +45,11 @@ Status ValidateRange(std::string_view what, int64_t value, int64_t low, int64_t 
   return {};
 }
 
-// A fixed window allows `capacity` each `period` and has no separate refill rate: `tokens`, if
-// given, must say the same.
-Status ValidateWindow(Algorithm algorithm, const Limit& limit) {
-  if (algorithm != Algorithm::kFixedWindow || limit.tokens == limit.capacity) return {};
-  return Status::InvalidArgument("a fixed window allows capacity requests each period; tokens (" +
-                                 std::to_string(limit.tokens) + ") must equal capacity (" +
-                                 std::to_string(limit.capacity) + ")");
-}
-
-// Local counts stand on the token bucket's arithmetic (a lease is a take of up to k tokens), and
-// their intervals must be short enough to bound an overshoot and long enough to save calls.
+// Local counts stand on partial takes (a lease is a take of up to k tokens), and their intervals
+// must be short enough to bound an overshoot and long enough to save calls.
 Status ValidateCounting(const LocalCounting& counting, Algorithm algorithm) {
   if (counting.mode == Counting::kShared) return {};
-  if (algorithm != Algorithm::kTokenBucket) {
+  if (!AlgorithmOf(algorithm).partial_takes) {
     return Status::InvalidArgument("synced and leased counting need the token-bucket algorithm");
   }
   if (Status s = ValidateRange("sync_interval", counting.sync_interval_ms, 10, 3'600'000);
@@ -179,7 +171,7 @@ Status Rule::Validate() const {
     if (Status s = ValidateName("bucket", bucket, 64); !s.ok()) return in_rule(s);
   }
   if (Status s = limit.Validate(); !s.ok()) return in_rule(s);
-  if (Status s = ValidateWindow(algorithm, limit); !s.ok()) return in_rule(s);
+  if (Status s = AlgorithmOf(algorithm).validate(limit); !s.ok()) return in_rule(s);
   if (Status s = ValidateRange("cost", cost, 0, limit.capacity); !s.ok()) return in_rule(s);
   if (Status s = ValidateRange("wait replicas", wait.replicas, 0, 64); !s.ok()) return in_rule(s);
   if (Status s = ValidateRange("wait timeout_ms", wait.timeout_ms, 0, 10'000); !s.ok()) {
@@ -187,7 +179,7 @@ Status Rule::Validate() const {
   }
   if (Status s = ValidateCounting(counting, algorithm); !s.ok()) return in_rule(s);
   if (CostReported() &&
-      (algorithm != Algorithm::kTokenBucket || counting.mode != Counting::kShared)) {
+      (!AlgorithmOf(algorithm).partial_takes || counting.mode != Counting::kShared)) {
     return in_rule(Status::InvalidArgument(
         "a cost reported after the fact needs a token bucket counted in the store (it may go "
         "into debt)"));
@@ -202,7 +194,9 @@ Status Rule::Validate() const {
       return in_rule(Status::InvalidArgument("override \"" + value + "\": " + s.message()));
     };
     if (Status s = override_limit.Validate(); !s.ok()) return in_override(s);
-    if (Status s = ValidateWindow(algorithm, override_limit); !s.ok()) return in_override(s);
+    if (Status s = AlgorithmOf(algorithm).validate(override_limit); !s.ok()) {
+      return in_override(s);
+    }
     if (Status s = ValidateRange("cost", cost, 0, override_limit.capacity); !s.ok()) {
       return in_override(s);
     }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "algorithm_kind.h"
+
 namespace sluice {
 
 namespace {
@@ -59,6 +61,15 @@ TakeOutcome TakeTokensUpTo(const std::optional<BucketState>& state, const Limit&
   if (granted == 0 && cost > 0)
     out.reply.retry_ms = TakeTokens(state, limit, 1, now_ms).reply.retry_ms;
   return out;
+}
+
+AlgorithmKind TokenBucketAlgorithm() {
+  return {.id = Algorithm::kTokenBucket,
+          .name = "token-bucket",
+          .key_prefix = "",
+          .take = TakeTokens,
+          .validate = [](const Limit&) { return Status(); },
+          .partial_takes = true};
 }
 
 }  // namespace sluice

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "core/algorithm_kind.h"
+#include "stores/local/counting_modes.h"
+
 namespace sluice::http {
 
 using json = nlohmann::json;
@@ -58,79 +61,15 @@ const char* PolicyName(MultiRulePolicy policy) {
   return "";
 }
 
-const char* AlgorithmName(Algorithm algorithm) {
-  switch (algorithm) {
-    case Algorithm::kTokenBucket:
-      return "token-bucket";
-    case Algorithm::kGcra:
-      return "gcra";
-    case Algorithm::kFixedWindow:
-      return "fixed-window";
-  }
-  return "";
-}
-
-const char* CountingName(Counting counting) {
-  switch (counting) {
-    case Counting::kShared:
-      return "shared";
-    case Counting::kSynced:
-      return "synced";
-    case Counting::kLeased:
-      return "leased";
-  }
-  return "";
-}
-
 json LimitJson(const Limit& limit) {
   return {{"capacity", limit.capacity}, {"tokens", limit.tokens}, {"period_ms", limit.period_ms}};
 }
 
 // The store's address and settings; of its credentials only whether there are any.
-template <typename Options>
-void CredentialsJson(const Options& options, json& out) {
-  if (!options.username.empty()) out["username"] = options.username;
-  if (!options.password.empty()) out["password"] = "(set)";
-  if (!options.password_file.empty()) out["password_file"] = options.password_file;
-  out["tls"] = options.tls.has_value();
-  out["mode"] = options.mode == ScriptMode::kFunction ? "function" : "evalsha";
-  out["timeout_ms"] = options.timeout.count();
-}
-
 json StoreJson(const config::StoreConfig& store) {
-  json out;
-  switch (store.type) {
-    case config::StoreType::kMemory:
-      out["type"] = "memory";
-      return out;
-    case config::StoreType::kRedis:
-    case config::StoreType::kSentinel:
-      out["type"] = store.type == config::StoreType::kRedis ? "redis" : "sentinel";
-      out["address"] = store.redis.Describe();  // never a credential
-      out["db"] = store.redis.db;
-      CredentialsJson(store.redis, out);
-      return out;
-    case config::StoreType::kCluster: {
-      out["type"] = "cluster";
-      json nodes = json::array();
-      for (const auto& [host, port] : store.cluster.seeds) {
-        nodes.push_back(host + ":" + std::to_string(port));
-      }
-      out["nodes"] = nodes;
-      CredentialsJson(store.cluster, out);
-      return out;
-    }
-  }
+  json out = {{"type", store.type}};
+  store.settings->StatusJson(out);
   return out;
-}
-
-// A local counting mode's own settings.
-void CountingSettingsJson(const LocalCounting& counting, json& out) {
-  if (counting.mode == Counting::kSynced) out["sync_interval_ms"] = counting.sync_interval_ms;
-  if (counting.mode == Counting::kLeased) {
-    out["lease"] = {{"max_fraction", counting.lease_max_fraction},
-                    {"ttl_ms", counting.lease_ttl_ms}};
-  }
 }
 
 json RuleJson(const Rule& rule, bool reveal) {
@@ -138,8 +77,8 @@ json RuleJson(const Rule& rule, bool reveal) {
               {"key", rule.attribute},
               {"limit", LimitJson(rule.limit)},
               {"cost", rule.cost},
-              {"algorithm", AlgorithmName(rule.algorithm)},
-              {"counting", CountingName(rule.counting.mode)},
+              {"algorithm", std::string(AlgorithmOf(rule.algorithm).name)},
+              {"counting", std::string(stores::CountingModeOf(rule.counting.mode).name)},
               {"shadow", rule.shadow}};
   if (!rule.bucket.empty()) out["bucket"] = rule.bucket;
   if (!rule.methods.empty()) out["methods"] = rule.methods;
@@ -149,7 +88,7 @@ json RuleJson(const Rule& rule, bool reveal) {
   if (rule.wait.replicas > 0) {
     out["wait"] = {{"replicas", rule.wait.replicas}, {"timeout_ms", rule.wait.timeout_ms}};
   }
-  CountingSettingsJson(rule.counting, out);
+  stores::CountingModeOf(rule.counting.mode).status(rule.counting, out);
   if (!rule.overrides.empty()) {
     json overrides = json::object();
     for (const auto& [value, limit] : rule.overrides) {
@@ -317,7 +256,7 @@ std::string StatusJson(const StatusView& view, const StatusHistory& history, con
         {{"name", rule.name},
          {"key", rule.attribute},
          {"limit", LimitJson(rule.limit)},
-         {"algorithm", AlgorithmName(rule.algorithm)},
+         {"algorithm", std::string(AlgorithmOf(rule.algorithm).name)},
          {"shadow", rule.shadow},
          {"series", {{"t", t}, {"allowed", allowed}, {"rejected", rejected}}},
          {"rejected_last_window", view.rules[i] ? view.rules[i]->Total(view.now_ms) : 0},

@@ -1,4 +1,5 @@
 #include "config/config.h"
+#include "config/store_options.h"
 
 #include <gtest/gtest.h>
 
@@ -24,9 +25,9 @@ TEST(ConfigTest, TheIssuesExampleLoadsWhole) {
   EXPECT_EQ(c->upstream.address, (Endpoint{"127.0.0.1", 9000}));
   EXPECT_EQ(c->upstream.pool, 64u);
   EXPECT_EQ(c->upstream.timeout, std::chrono::seconds(30));
-  EXPECT_EQ(c->store.type, StoreType::kRedis);
-  EXPECT_EQ(c->store.redis.port, 6379);
-  EXPECT_EQ(c->store.redis.timeout, std::chrono::milliseconds(50));
+  EXPECT_EQ(c->store.type, "redis");
+  EXPECT_EQ(RedisOf(c->store).port, 6379);
+  EXPECT_EQ(RedisOf(c->store).timeout, std::chrono::milliseconds(50));
   EXPECT_EQ(c->failure, FailurePolicy::kOpen);
   EXPECT_EQ(c->policy, MultiRulePolicy::kChargeAll);
   EXPECT_TRUE(c->headers.ietf && c->headers.x_ratelimit);
@@ -46,7 +47,7 @@ TEST(ConfigTest, TheIssuesExampleLoadsWhole) {
 TEST(ConfigTest, TheDemoConfigurationLoads) {
   Result<Config> c = ParseConfig(ReadExample("demo.yaml"), "demo.yaml");
   ASSERT_TRUE(c.ok()) << c.status().message();
-  EXPECT_EQ(c->store.type, StoreType::kMemory);
+  EXPECT_EQ(c->store.type, "memory");
   EXPECT_EQ(c->listen, (Endpoint{"127.0.0.1", 8080}));
 }
 
@@ -57,7 +58,7 @@ TEST(ConfigTest, TheShippedConfigurationServesTheCheckApiOnLoopback) {
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_FALSE(c->proxy);
   EXPECT_FALSE(c->rls);
-  EXPECT_EQ(c->store.type, StoreType::kMemory);
+  EXPECT_EQ(c->store.type, "memory");
   ASSERT_TRUE(c->check_listen);
   EXPECT_EQ(c->check_listen->host, "127.0.0.1");
   EXPECT_EQ(c->admin_listen.host, "127.0.0.1");
@@ -80,7 +81,7 @@ TEST(ConfigTest, DefaultsForAMinimalFile) {
       "rules: [{name: per-ip, key: ip, capacity: 10, period: 1s}]\n",
       "min.yaml");
   ASSERT_TRUE(c.ok()) << c.status().message();
-  EXPECT_EQ(c->store.type, StoreType::kMemory);
+  EXPECT_EQ(c->store.type, "memory");
   EXPECT_EQ(c->rules[0].limit.tokens, 10);  // tokens default to capacity
   EXPECT_EQ(c->admin_listen, (Endpoint{"127.0.0.1", 9901}));
   EXPECT_GE(c->threads, 1u);
@@ -200,8 +201,8 @@ TEST(ConfigTest, ClusterStore) {
       "  - {name: r, key: ip, capacity: 5, period: 1s, wait: {replicas: 1, timeout: 10ms}}\n",
       "cluster.yaml");
   ASSERT_TRUE(c.ok()) << c.status().message();
-  EXPECT_EQ(c->store.type, StoreType::kCluster);
-  const ClusterOptions& cluster = c->store.cluster;
+  EXPECT_EQ(c->store.type, "cluster");
+  const ClusterOptions& cluster = ClusterOf(c->store);
   ASSERT_EQ(cluster.seeds.size(), 2u);
   EXPECT_EQ(cluster.seeds[0], (std::pair<std::string, uint16_t>{"127.0.0.1", 7001}));
   EXPECT_EQ(cluster.seeds[1], (std::pair<std::string, uint16_t>{"::1", 7002}));

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "config/config.h"
+#include "config/store_options.h"
 
 namespace sluice::config {
 namespace {
@@ -23,7 +24,7 @@ TEST(StoreConfigTest, RedissWithTheTlsBlock) {
       "  tls: {ca_file: /etc/sluice/ca.pem, cert_file: /etc/sluice/client.pem,\n"
       "        key_file: /etc/sluice/client.key, server_name: redis.example, verify: true}\n");
   ASSERT_TRUE(c.ok()) << c.status().message();
-  const RedisOptions& redis = c->store.redis;
+  const RedisOptions& redis = RedisOf(c->store);
   EXPECT_EQ(redis.host, "redis.internal");
   EXPECT_EQ(redis.port, 6380);
   EXPECT_EQ(redis.db, 2);
@@ -38,21 +39,21 @@ TEST(StoreConfigTest, RedissWithTheTlsBlock) {
 TEST(StoreConfigTest, RedissAloneIsTlsWithTheDefaults) {
   Result<Config> c = ParseWithStore("  {type: redis, url: 'rediss://r:6380'}\n");
   ASSERT_TRUE(c.ok()) << c.status().message();
-  EXPECT_EQ(c->store.redis.tls, TlsOptions{});
+  EXPECT_EQ(RedisOf(c->store).tls, TlsOptions{});
 }
 
 TEST(StoreConfigTest, BucketLayout) {
   Result<Config> hash = ParseWithStore("  {type: redis, url: 'redis://r:6379'}\n");
   ASSERT_TRUE(hash.ok()) << hash.status().message();
-  EXPECT_EQ(hash->store.redis.layout, BucketLayout::kHash);  // the document's, by default
+  EXPECT_EQ(RedisOf(hash->store).layout, BucketLayout::kHash);  // the design's, by default
   Result<Config> compact =
       ParseWithStore("  {type: redis, url: 'redis://r:6379', layout: compact}\n");
   ASSERT_TRUE(compact.ok()) << compact.status().message();
-  EXPECT_EQ(compact->store.redis.layout, BucketLayout::kCompact);
+  EXPECT_EQ(RedisOf(compact->store).layout, BucketLayout::kCompact);
   Result<Config> cluster =
       ParseWithStore("  {type: cluster, nodes: ['127.0.0.1:7001'], layout: compact}\n");
   ASSERT_TRUE(cluster.ok()) << cluster.status().message();
-  EXPECT_EQ(cluster->store.cluster.layout, BucketLayout::kCompact);
+  EXPECT_EQ(ClusterOf(cluster->store).layout, BucketLayout::kCompact);
   Result<Config> wrong = ParseWithStore("  {type: redis, url: 'redis://r:6379', layout: packed}\n");
   ASSERT_FALSE(wrong.ok());
   EXPECT_NE(wrong.status().message().find("layout"), std::string::npos) << wrong.status().message();
@@ -65,9 +66,9 @@ TEST(StoreConfigTest, UnixSocket) {
       "  {type: redis, url: 'unix:///run/redis/redis.sock?db=3', "
       "password: pw}\n");
   ASSERT_TRUE(c.ok()) << c.status().message();
-  EXPECT_EQ(c->store.redis.unix_path, "/run/redis/redis.sock");
-  EXPECT_EQ(c->store.redis.db, 3);
-  EXPECT_EQ(c->store.redis.password, "pw");
+  EXPECT_EQ(RedisOf(c->store).unix_path, "/run/redis/redis.sock");
+  EXPECT_EQ(RedisOf(c->store).db, 3);
+  EXPECT_EQ(RedisOf(c->store).password, "pw");
 }
 
 TEST(StoreConfigTest, Sentinel) {
@@ -82,8 +83,8 @@ TEST(StoreConfigTest, Sentinel) {
       "  tls: {ca_file: ca.pem}\n"
       "  timeout: 20ms\n");
   ASSERT_TRUE(c.ok()) << c.status().message();
-  EXPECT_EQ(c->store.type, StoreType::kSentinel);
-  const RedisOptions& redis = c->store.redis;
+  EXPECT_EQ(c->store.type, "sentinel");
+  const RedisOptions& redis = RedisOf(c->store);
   ASSERT_TRUE(redis.sentinel);
   EXPECT_EQ(redis.sentinel->sentinels,
             (std::vector<HostPort>{{"10.0.0.1", 26379}, {"10.0.0.2", 26379}, {"::1", 26379}}));
@@ -94,15 +95,15 @@ TEST(StoreConfigTest, Sentinel) {
   EXPECT_EQ(redis.password, "master-pw");
   EXPECT_EQ(redis.tls->ca_file, "ca.pem");
   EXPECT_EQ(redis.timeout, std::chrono::milliseconds(20));
-  EXPECT_EQ(StoreTimeout(c->store), std::chrono::milliseconds(20));
+  EXPECT_EQ(c->store.settings->Timeout(), std::chrono::milliseconds(20));
 }
 
 TEST(StoreConfigTest, ClusterOverTls) {
   Result<Config> c = ParseWithStore(
       "  {type: cluster, nodes: [10.0.0.1:7001], password_file: /s, tls: {ca_file: ca}}\n");
   ASSERT_TRUE(c.ok()) << c.status().message();
-  EXPECT_EQ(c->store.cluster.tls->ca_file, "ca");
-  EXPECT_EQ(c->store.cluster.password_file, "/s");
+  EXPECT_EQ(ClusterOf(c->store).tls->ca_file, "ca");
+  EXPECT_EQ(ClusterOf(c->store).password_file, "/s");
 }
 
 // ${NAME} is the environment variable NAME in any string value of the file; $${ is a literal.
@@ -115,12 +116,12 @@ TEST(StoreConfigTest, EnvironmentVariablesInValues) {
       "  url: redis://${SLUICE_TEST_REDIS_HOST}:6379\n"
       "  password: ${SLUICE_TEST_REDIS_PASSWORD}\n");
   ASSERT_TRUE(c.ok()) << c.status().message();
-  EXPECT_EQ(c->store.redis.host, "redis.internal");
-  EXPECT_EQ(c->store.redis.password, "from-the-environment");
+  EXPECT_EQ(RedisOf(c->store).host, "redis.internal");
+  EXPECT_EQ(RedisOf(c->store).password, "from-the-environment");
   Result<Config> literal =
       ParseWithStore("  {type: redis, url: 'redis://h', password: 'a$${b}'}\n");
   ASSERT_TRUE(literal.ok()) << literal.status().message();
-  EXPECT_EQ(literal->store.redis.password, "a${b}");
+  EXPECT_EQ(RedisOf(literal->store).password, "a${b}");
 }
 
 TEST(StoreConfigTest, AnUnsetVariableNamesTheFileLineFieldAndVariable) {

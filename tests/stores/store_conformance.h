@@ -33,17 +33,17 @@ struct MadeStore {
   std::shared_ptr<testing::ManualClock> clock;
 };
 
-struct StoreKind {
+struct StoreUnderTest {
   const char* name;
   bool in_process;  // the memory store: all-or-nothing never falls back
   std::function<MadeStore()> make;
 };
 
 // Names the store in test output instead of dumping the struct's bytes.
-inline void PrintTo(const StoreKind& kind, std::ostream* os) { *os << kind.name; }
+inline void PrintTo(const StoreUnderTest& kind, std::ostream* os) { *os << kind.name; }
 
 // One case on one kind of store.
-class StoreConformanceTest : public ::testing::TestWithParam<StoreKind> {
+class StoreConformanceTest : public ::testing::TestWithParam<StoreUnderTest> {
  protected:
   void SetUp() override {
     made_ = GetParam().make();

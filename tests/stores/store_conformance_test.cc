@@ -31,7 +31,7 @@ using conformance::kHundredPerHour;
 using conformance::kTenPerHour;
 using conformance::MadeStore;
 using conformance::StoreConformanceTest;
-using conformance::StoreKind;
+using conformance::StoreUnderTest;
 using testing::RedisCluster;
 using testing::RedisSentinels;
 using testing::RedisServer;
@@ -319,19 +319,20 @@ TEST(SyncedCountingOnRedisTest, DecidesWhileRedisIsDownAndSendsItsCountsWhenItRe
 INSTANTIATE_TEST_SUITE_P(
     Stores, StoreConformanceTest,
     ::testing::Values(
-        StoreKind{"Memory", true, InMemory},
-        StoreKind{"RedisEvalsha", false, [] { return OnServer(ScriptMode::kEvalsha); }},
-        StoreKind{"RedisFunction", false, [] { return OnServer(ScriptMode::kFunction); }},
-        StoreKind{"RedisCompact", false,
-                  [] { return OnServer(ScriptMode::kEvalsha, BucketLayout::kCompact); }},
-        StoreKind{"RedisTls", false, OnTlsServer},
-        StoreKind{"RedisUnixSocket", false, OnUnixSocket},
-        StoreKind{"Sentinel", false, OnSentinels},
-        StoreKind{"ClusterEvalsha", false, [] { return OnCluster(ScriptMode::kEvalsha); }},
-        StoreKind{"ClusterFunction", false, [] { return OnCluster(ScriptMode::kFunction); }},
-        StoreKind{"ClusterTls", false, [] { return OnCluster(ScriptMode::kEvalsha, true); }},
-        StoreKind{"ClusterCompactFunction", false,
-                  [] { return OnCluster(ScriptMode::kFunction, false, BucketLayout::kCompact); }}),
+        StoreUnderTest{"Memory", true, InMemory},
+        StoreUnderTest{"RedisEvalsha", false, [] { return OnServer(ScriptMode::kEvalsha); }},
+        StoreUnderTest{"RedisFunction", false, [] { return OnServer(ScriptMode::kFunction); }},
+        StoreUnderTest{"RedisCompact", false,
+                       [] { return OnServer(ScriptMode::kEvalsha, BucketLayout::kCompact); }},
+        StoreUnderTest{"RedisTls", false, OnTlsServer},
+        StoreUnderTest{"RedisUnixSocket", false, OnUnixSocket},
+        StoreUnderTest{"Sentinel", false, OnSentinels},
+        StoreUnderTest{"ClusterEvalsha", false, [] { return OnCluster(ScriptMode::kEvalsha); }},
+        StoreUnderTest{"ClusterFunction", false, [] { return OnCluster(ScriptMode::kFunction); }},
+        StoreUnderTest{"ClusterTls", false, [] { return OnCluster(ScriptMode::kEvalsha, true); }},
+        StoreUnderTest{
+            "ClusterCompactFunction", false,
+            [] { return OnCluster(ScriptMode::kFunction, false, BucketLayout::kCompact); }}),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace
