@@ -50,10 +50,6 @@ class PostgresQuotaStore final : public QuotaStore {
   // Starts the thread and the connections. When the password file cannot be read, no connection
   // is made and every check fails with the reason.
   explicit PostgresQuotaStore(PostgresOptions options);
-  // For tests: the windows of each statement are those at the time `test_clock` returns (a
-  // timestamp PostgreSQL reads, "2025-01-31 23:59:59.999+00"; empty for the database's now())
-  // rather than the database's now().
-  PostgresQuotaStore(PostgresOptions options, std::function<std::string()> test_clock);
   // Checks still waiting fail with kUnavailable; the thread is joined.
   ~PostgresQuotaStore() override;
 
@@ -90,6 +86,12 @@ class PostgresQuotaStore final : public QuotaStore {
   PostgresQuotaStats Stats() const;
 
  private:
+  // A store whose windows are those of the time `window_time` returns
+  // (src/stores/postgres/quota_store_at.h).
+  friend std::unique_ptr<PostgresQuotaStore> QuotaStoreAt(PostgresOptions options,
+                                                          std::function<std::string()> window_time);
+  PostgresQuotaStore(PostgresOptions options, std::function<std::string()> window_time);
+
   std::shared_ptr<postgres::QuotaPool> pool_;
 };
 

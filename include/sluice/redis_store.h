@@ -19,6 +19,7 @@ namespace sluice {
 namespace redis {
 class CallPipeline;
 }
+struct RedisCall;
 
 // Counters of a RedisStore's connection, for metrics and tests.
 struct RedisStoreStats {
@@ -28,21 +29,6 @@ struct RedisStoreStats {
   uint64_t writes = 0;        // socket writes that carried them (auto-pipelining: fewer)
   uint64_t timeouts = 0;      // checks failed with kDeadlineExceeded
   uint64_t short_waits = 0;   // WAITs that ended before the replicas asked for had the write
-};
-
-// How one script call goes out, beyond its operations: what a cluster client needs.
-struct RedisCall {
-  // Send ASKING first: the node is importing the slot, and an ASK redirection sent us here.
-  bool asking = false;
-  // Charge the ops only if every enforced one allows (Store::ApplyAllOrNothing).
-  bool all_or_nothing = false;
-  // Fail with kDeadlineExceeded at this time if it is sooner than the store's own timeout.
-  // A reading of the store's clock (RedisOptions::clock).
-  std::optional<Clock::TimePoint> deadline;
-  // The cluster slot of every key, on a cluster node. Calls of several slots share one script
-  // call, which declares only the first one's keys (a node refuses declared keys of several
-  // slots); a call whose undeclared keys the node does not hold is sent again alone.
-  std::optional<uint16_t> slot;
 };
 
 // A Store on one Redis server (over TCP, TLS or a Unix socket; or the master that Redis Sentinel
@@ -82,16 +68,14 @@ class RedisStore final : public Store {
 
   // All of `ops` of one algorithm in one script call (so their keys must share a slot on a
   // cluster node); ops of each algorithm in a call of their own, in the same write. Calls that
-  // arrive together (of one algorithm, whatever their RedisCall::slot; at most 64 ops) are one
-  // script call,
-  // each still atomic and decided in turn, so that Redis's cost per call is paid once for them
-  // all; when a migrating slot answers such a call with ASK or TRYAGAIN, each check is sent
-  // again alone, so that the answer it gets is about its own keys. When an
-  // op asks for a replica wait, the write that carries the call ends with one WAIT (for the most
-  // replicas and the longest timeout its calls ask), and `done` runs after its answer. WAIT
-  // holds the connection while it waits: keep its timeout well under the store's.
+  // arrive together (of one algorithm; up to 64 ops) are one script call, each still atomic and
+  // decided in turn, so that Redis's cost per call is paid once for them all; when a migrating
+  // slot answers such a call with ASK or TRYAGAIN, each check is sent again alone, so that the
+  // answer it gets is about its own keys. When an op asks for a replica wait, the write that
+  // carries the call ends with one WAIT (for the most replicas and the longest timeout its calls
+  // ask), and `done` runs after its answer. WAIT holds the connection while it waits: keep its
+  // timeout well under the store's.
   void Apply(std::vector<BucketOp> ops, StoreCallback done) override;
-  void Apply(std::vector<BucketOp> ops, RedisCall call, StoreCallback done);
   // One script call that charges only if every enforced op allows; ops of different algorithms
   // (different scripts) get kFailedPrecondition.
   void ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallback done) override;
@@ -114,6 +98,11 @@ class RedisStore final : public Store {
   std::string LastError() const;
 
  private:
+  // The cluster store's way in (src/stores/redis/redis_call.h).
+  friend void ApplyCall(RedisStore& store, std::vector<BucketOp> ops, const RedisCall& call,
+                        StoreCallback done);
+  void Apply(std::vector<BucketOp> ops, const RedisCall& call, StoreCallback done);
+
   std::string node_;  // as Nodes() names it
   std::shared_ptr<redis::CallPipeline> pipeline_;
 };

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -14,7 +15,7 @@
 #include "config/duration.h"
 #include "open_store.h"
 #include "sluice/limiter.h"
-#include "sluice/postgres_options.h"
+#include "stores/quota_store_kind.h"
 #include "stores/store_kind.h"
 
 namespace sluice::cli {
@@ -99,6 +100,15 @@ Request ParseRequest(const std::vector<std::string>& attributes) {
   return request;
 }
 
+// `fields`, read by `parse` as the configuration's are, its refusals naming `source`.
+template <typename T>
+Result<T> ReadFields(const YAML::Node& fields, const std::string& source,
+                     const std::function<T(const config::YamlField&)>& parse) {
+  YAML::Emitter yaml;
+  yaml << fields;
+  return config::ReadYamlDocument<T>(yaml.c_str(), source, {}, parse);
+}
+
 // The `tls:` the TLS flags stand for, or a null node when none is given.
 YAML::Node TlsFieldsOf(const CheckArgs& args) {
   const bool flagged = args.tls || !args.tls_ca.empty() || !args.tls_cert.empty() ||
@@ -116,18 +126,24 @@ YAML::Node TlsFieldsOf(const CheckArgs& args) {
   return tls;
 }
 
+// Refuses `url`, given to `flag`, that none of `kinds` answers to, naming what they answer to: a
+// URL of their schemes, or a kind without schemes by its type.
+template <typename Kind>
+[[noreturn]] void RefuseUrl(const char* flag, const std::string& url,
+                            const std::vector<Kind>& kinds) {
+  std::string names;
+  for (const Kind& kind : kinds) {
+    for (std::string_view scheme : kind.url_schemes) names += ", " + std::string(scheme) + "...";
+    if (kind.url_schemes.empty()) names += ", " + std::string(kind.type);
+  }
+  Refuse(std::string(flag) + " \"" + url + "\": expected one of " + names.substr(2));
+}
+
 // The `store:` fields the flags stand for: the --store URL's, then --mode and --timeout where
 // the kind takes them, --password-file and the TLS flags, all read as the configuration's are.
 config::StoreConfig StoreConfigOf(const CheckArgs& args) {
   const stores::StoreKind* kind = stores::StoreKindForUrl(args.store);
-  if (kind == nullptr) {
-    std::string names;
-    for (const stores::StoreKind& k : stores::StoreKinds()) {
-      for (std::string_view scheme : k.url_schemes) names += ", " + std::string(scheme) + "...";
-      if (k.url_schemes.empty()) names += ", " + std::string(k.type);
-    }
-    Refuse("--store \"" + args.store + "\": expected one of " + names.substr(2));
-  }
+  if (kind == nullptr) RefuseUrl("--store", args.store, stores::StoreKinds());
   YAML::Node fields =
       kind->url_fields ? OrRefuse(kind->url_fields(args.store)) : YAML::Node(YAML::NodeType::Map);
   fields["type"] = std::string(kind->type);
@@ -138,10 +154,8 @@ config::StoreConfig StoreConfigOf(const CheckArgs& args) {
   if (takes("timeout")) fields["timeout"] = args.timeout;
   if (!args.password_file.empty()) fields["password_file"] = args.password_file;
   if (YAML::Node tls = TlsFieldsOf(args); !tls.IsNull()) fields["tls"] = tls;
-  YAML::Emitter yaml;
-  yaml << fields;
-  return OrRefuse(config::ReadYamlDocument<config::StoreConfig>(
-      yaml.c_str(), "--store and its flags", {}, config::ParseStore));
+  return OrRefuse(
+      ReadFields<config::StoreConfig>(fields, "--store and its flags", config::ParseStore));
 }
 
 // Marks the rules --durable names; a calendar period is for those alone.
@@ -156,6 +170,20 @@ void MarkDurable(const CheckArgs& args, std::vector<Rule>& rules) {
   if (!args.durable.empty() && args.quota_store.empty()) Refuse("--durable needs --quota-store");
 }
 
+// The `quota_store:` fields the --quota-store flags stand for, read as the configuration's are.
+config::QuotaStoreConfig QuotaStoreConfigOf(const CheckArgs& args) {
+  const stores::QuotaStoreKind* kind = stores::QuotaStoreKindForUrl(args.quota_store);
+  if (kind == nullptr) RefuseUrl("--quota-store", args.quota_store, stores::QuotaStoreKinds());
+  YAML::Node fields;
+  fields["type"] = std::string(kind->type);
+  fields["url"] = args.quota_store;
+  if (!args.quota_password_file.empty()) fields["password_file"] = args.quota_password_file;
+  fields["timeout"] = args.quota_timeout;
+  fields["pool"] = 1;
+  return OrRefuse(ReadFields<config::QuotaStoreConfig>(fields, "--quota-store and its flags",
+                                                       config::ParseQuotaStore));
+}
+
 LimiterOptions LimiterOptionsOf(const CheckArgs& args) {
   LimiterOptions options;
   options.key_prefix = args.prefix;
@@ -163,14 +191,7 @@ LimiterOptions LimiterOptionsOf(const CheckArgs& args) {
   options.failure = OrRefuse(config::ParseFailurePolicy(args.failure));
   options.quota_failure = OrRefuse(config::ParseFailurePolicy(args.quota_failure));
   if (!args.quota_store.empty()) {
-    config::QuotaStoreConfig quota;
-    quota.postgres.url = args.quota_store;
-    OrRefuse(ParsePostgresUrl(args.quota_store));
-    quota.postgres.password_file = args.quota_password_file;
-    quota.postgres.timeout =
-        std::chrono::milliseconds(OrRefuse(config::ParseDurationMs(args.quota_timeout)));
-    quota.postgres.pool = 1;
-    options.quota_store = OrRefuse(OpenQuotaStore(quota));
+    options.quota_store = OrRefuse(QuotaStoreConfigOf(args).settings->Open()).store;
   }
   return options;
 }

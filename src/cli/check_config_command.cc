@@ -9,7 +9,6 @@
 #include "config/config.h"
 #include "rls/descriptor_config.h"
 #include "sluice/local_counting_store.h"
-#include "sluice/postgres_options.h"
 #include "sluice/quota_store.h"
 #include "stores/store_kind.h"
 
@@ -39,8 +38,8 @@ int ValidateConfigFile(const std::string& path) {
     return 1;
   }
   if (c.quota_store) {
-    if (auto password = PostgresPassword(c.quota_store->postgres); !password.ok()) {
-      fmt::print(stderr, "{}: quota_store: {}\n", path, password.status().message());
+    if (Status secrets = c.quota_store->settings->CheckCredentials(); !secrets.ok()) {
+      fmt::print(stderr, "{}: quota_store: {}\n", path, secrets.message());
       return 1;
     }
   }

@@ -7,7 +7,6 @@
 
 #include "config/config.h"
 #include "http/event_loops.h"
-#include "sluice/postgres_quota_store.h"
 #include "sluice/status.h"
 #include "sluice/store.h"
 #include "stores/store_kind.h"
@@ -28,11 +27,5 @@ Result<OpenedStore> OpenStore(const config::StoreConfig& config);
 // thread (a store without connections, one for them all), waited for as OpenStore's is.
 using stores::OpenedStores;
 Result<OpenedStores> OpenStores(const config::StoreConfig& config, http::EventLoops& loops);
-
-// The quota store `config` names, given up to its connect timeout to become ready. A table of the
-// wrong shape, a password file that cannot be read or a password the server refuses fail here,
-// with the reason: a clear error at start rather than every durable check failing. A server that
-// cannot be reached is logged, and durable rules follow quota_store.failure until it answers.
-Result<std::shared_ptr<PostgresQuotaStore>> OpenQuotaStore(const config::QuotaStoreConfig& config);
 
 }  // namespace sluice::cli

@@ -49,7 +49,7 @@ config::Config LoadQuotaConfig(const std::string& path) {
 }
 
 std::unique_ptr<QuotaAdmin> Connect(const config::Config& config) {
-  return OrFail(QuotaAdmin::Connect(config.quota_store->postgres));
+  return OrFail(config.quota_store->settings->Admin());
 }
 
 const Rule& DurableRule(const config::Config& config, const std::string& name) {
@@ -87,7 +87,7 @@ void Init(const QuotaArgs& args) {
   const config::Config config = LoadQuotaConfig(args.config);
   if (Status s = Connect(config)->Init(); !s.ok()) Fail(s.message());
   fmt::print("{}: the quota table and functions are in place\n",
-             config.quota_store->postgres.Describe());
+             config.quota_store->settings->Describe());
 }
 
 // The options every subcommand takes.

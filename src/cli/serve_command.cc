@@ -6,6 +6,7 @@
 #include <atomic>
 #include <boost/asio/signal_set.hpp>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +23,7 @@
 #include "sluice/local_counting_store.h"
 #include "sluice/redis_credentials.h"
 #include "sluice/store.h"
+#include "stores/quota_store_kind.h"
 #include "systemd_notify.h"
 
 namespace sluice::cli {
@@ -50,11 +52,11 @@ class Service {
     if (!opened.ok()) throw std::runtime_error(opened.status().message());
     store_ = std::move(opened).value();
     if (config.quota_store) {
-      Result<std::shared_ptr<PostgresQuotaStore>> quota = OpenQuotaStore(*config.quota_store);
+      Result<stores::OpenedQuotaStore> quota = config.quota_store->settings->Open();
       if (!quota.ok()) throw std::runtime_error(quota.status().message());
       quota_store_ = std::move(quota).value();
     }
-    gateway_ = std::make_unique<http::Gateway>(store_.stores, store_.ready, quota_store_);
+    gateway_ = std::make_unique<http::Gateway>(store_.stores, store_.ready, quota_store_.store);
     if (Status s = gateway_->Reconfigure(config); !s.ok()) throw std::runtime_error(s.message());
     if (config.rls) {
       auto rls = rls::FrontEnd::Create(config, store_.stores, gateway_->top_rejected());
@@ -244,7 +246,7 @@ class Service {
     std::shared_ptr<const http::Snapshot> snapshot;
     std::shared_ptr<const rls::DescriptorMatcher> descriptors;  // null without `rls`
     std::optional<RedisCredentials::Values> credentials;        // none for the memory store
-    std::optional<std::string> quota_password;                  // none without `quota_store`
+    std::function<void()> quota_secrets;                        // none without `quota_store`
   };
 
   // The configuration file read again, its descriptor files, certificates and password files
@@ -260,10 +262,10 @@ class Service {
       if (!read.ok()) return read.status();
       prepared.credentials = std::move(read).value();
     }
-    if (quota_store_) {
-      auto read = quota_store_->ReadPassword();
+    if (quota_store_.read_secrets) {
+      auto read = quota_store_.read_secrets();
       if (!read.ok()) return Status::InvalidArgument("quota_store: " + read.status().message());
-      prepared.quota_password = std::move(read).value();
+      prepared.quota_secrets = std::move(read).value();
     }
     if (auto field = config::FirstRestartField(gateway_->Current()->config, *next)) {
       return Status::FailedPrecondition(std::string(*field) + " needs a restart");
@@ -282,7 +284,7 @@ class Service {
   // Puts every prepared part in force; nothing here can fail, so a reload never half-applies.
   void CommitReload(PreparedReload prepared) {
     if (prepared.credentials) store_.credentials->Use(std::move(*prepared.credentials));
-    if (prepared.quota_password) quota_store_->UsePassword(std::move(*prepared.quota_password));
+    if (prepared.quota_secrets) prepared.quota_secrets();
     gateway_->Commit(std::move(prepared.snapshot));
     if (rls_) rls_->Reconfigure(std::move(prepared.descriptors), gateway_->Current()->config);
   }
@@ -365,8 +367,8 @@ class Service {
   const std::shared_ptr<const Clock> clock_ = ProcessSteadyClock();
   http::EventLoops loops_;
   OpenedStores store_;
-  std::shared_ptr<PostgresQuotaStore> quota_store_;  // null without quota_store
-  std::shared_ptr<std::atomic<bool>> flushed_;       // set when local counts reached the store
+  stores::OpenedQuotaStore quota_store_;        // empty without quota_store
+  std::shared_ptr<std::atomic<bool>> flushed_;  // set when local counts reached the store
   Clock::TimePoint flush_deadline_;
   std::unique_ptr<http::Gateway> gateway_;
   std::unique_ptr<rls::FrontEnd> rls_;

@@ -6,29 +6,13 @@ namespace sluice::config {
 
 QuotaStoreConfig ParseQuotaStore(const YamlField& f) {
   f.ExpectMap(KeysOf("quota_store"));
-  if (!f.Has("type")) f.Fail("needs a type (postgres)");
-  f["type"].OneOf({"postgres"});
-  if (!f.Has("url")) f.Fail("needs a url (postgresql://user@host:port/dbname)");
+  std::vector<std::string_view> types;
+  for (const stores::QuotaStoreKind& kind : stores::QuotaStoreKinds()) types.push_back(kind.type);
+  if (!f.Has("type")) f.Fail("needs a type (" + std::string(types.front()) + ")");
+  const stores::QuotaStoreKind& kind = *stores::FindQuotaStoreKind(f["type"].OneOf(types));
   QuotaStoreConfig quota;
-  PostgresOptions& postgres = quota.postgres;
-  postgres.url = f["url"].String();
-  const PostgresUrl url = f["url"].Require(ParsePostgresUrl(postgres.url));
-  if (f.Has("password") && f.Has("password_file")) {
-    f["password_file"].Fail("is given beside password; give one of them");
-  }
-  for (const char* field : {"password", "password_file"}) {
-    if (f.Has(field) && url.has_password) f[field].Fail("is given twice: in the url and here");
-  }
-  if (f.Has("password")) postgres.password = f["password"].String();
-  if (f.Has("password_file")) {
-    postgres.password_file = f["password_file"].String();
-    if (postgres.password_file.empty()) f["password_file"].Fail("must name a file");
-  }
-  if (f.Has("timeout")) postgres.timeout = f["timeout"].Duration();
-  if (postgres.timeout.count() == 0) f["timeout"].Fail("must be more than 0");
-  if (f.Has("connect_timeout")) postgres.connect_timeout = f["connect_timeout"].Duration();
-  if (postgres.connect_timeout.count() == 0) f["connect_timeout"].Fail("must be more than 0");
-  if (f.Has("pool")) postgres.pool = static_cast<size_t>(f["pool"].Integer(1, 64));
+  quota.type = std::string(kind.type);
+  quota.settings = kind.parse(f);
   if (f.Has("failure")) {
     quota.failure = f["failure"].OneOf({"open", "closed"}) == "open" ? FailurePolicy::kOpen
                                                                      : FailurePolicy::kClosed;

@@ -1,25 +1,30 @@
 // `quota_store:` and the durable rules that count in it.
 #pragma once
 
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "config/yaml_field.h"
 #include "sluice/limiter.h"
-#include "sluice/postgres_options.h"
 #include "sluice/rule.h"
+#include "stores/quota_store_kind.h"
 
 namespace sluice::config {
 
 // Where durable rules count, and what a check decides when it cannot be asked.
 struct QuotaStoreConfig {
-  PostgresOptions postgres;  // `url`, the password, `timeout`, `connect_timeout`, `pool`
+  std::string type;  // `type`: a kind of stores::QuotaStoreKinds()
+  std::shared_ptr<const stores::QuotaStoreSettings> settings;  // its other fields, as it read them
   FailurePolicy failure = FailurePolicy::kClosed;
 
-  bool operator==(const QuotaStoreConfig&) const = default;
+  bool operator==(const QuotaStoreConfig& other) const {
+    return type == other.type && failure == other.failure && settings->Equals(*other.settings);
+  }
 };
 
 // `quota_store: {type: postgres, url, password | password_file, timeout, connect_timeout, pool,
-// failure}`.
+// failure}`: `type` and `failure`, and the kind's own fields.
 QuotaStoreConfig ParseQuotaStore(const YamlField& f);
 
 // The calendar period a rule's `period` names (day, week, month, year), refused on a rule that is

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "config/config.h"
+#include "stores/postgres/postgres_kind.h"
 
 namespace sluice::config {
 namespace {
@@ -28,7 +29,9 @@ TEST(QuotaStoreConfigTest, TheIssuesExample) {
                                          "    durable: true\n");
   ASSERT_TRUE(c.ok()) << c.status().message();
   ASSERT_TRUE(c->quota_store);
-  const PostgresOptions& pg = c->quota_store->postgres;
+  EXPECT_EQ(c->quota_store->type, "postgres");
+  const PostgresOptions& pg =
+      dynamic_cast<const stores::PostgresSettings&>(*c->quota_store->settings).options();
   EXPECT_EQ(pg.url, "postgresql://sluice@db.internal:5432/sluice");
   EXPECT_EQ(pg.password_file, "/run/secrets/pg");
   EXPECT_EQ(pg.timeout.count(), 200);

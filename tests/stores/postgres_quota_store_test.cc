@@ -19,6 +19,7 @@
 
 #include "sluice/postgres_quota_store.h"
 #include "sluice/quota_admin.h"
+#include "stores/postgres/quota_store_at.h"
 #include "support/load_pacing.h"
 #include "support/postgres_server.h"
 #include "support/wait_until.h"
@@ -48,7 +49,7 @@ QuotaOp Monthly(const std::string& bucket, const std::string& value, int64_t lim
 // A store on the shared server, ready.
 std::unique_ptr<PostgresQuotaStore> ReadyStore(PostgresOptions options,
                                                std::function<std::string()> clock = nullptr) {
-  auto store = std::make_unique<PostgresQuotaStore>(std::move(options), std::move(clock));
+  std::unique_ptr<PostgresQuotaStore> store = QuotaStoreAt(std::move(options), std::move(clock));
   const Status ready = store->WaitReady(milliseconds(10'000));
   EXPECT_TRUE(ready.ok()) << ready.ToString();
   return store;

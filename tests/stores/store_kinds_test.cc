@@ -11,6 +11,7 @@
 
 #include "config/config.h"
 #include "config/schema.h"
+#include "stores/quota_store_kind.h"
 
 namespace sluice::stores {
 namespace {
@@ -26,20 +27,28 @@ Result<config::StoreConfig> Parse(const std::string& store) {
   return c->store;
 }
 
-TEST(StoreKindsTest, EveryFieldOfAKindIsInTheSchemaAndEverySchemaFieldHasAKind) {
-  const std::vector<std::string_view> schema = config::KeysOf("store");
-  for (const StoreKind& kind : StoreKinds()) {
-    EXPECT_EQ(FindStoreKind(kind.type), &kind);
+// Every field of each of `kinds` is one of `section`'s in the schema, and every field of the
+// section but `common` (taken by the section itself) is some kind's.
+template <typename Kind>
+void ExpectTheSchemasFields(const std::vector<Kind>& kinds, const char* section,
+                            std::string_view common) {
+  const std::vector<std::string_view> schema = config::KeysOf(section);
+  for (const Kind& kind : kinds) {
     for (std::string_view field : kind.fields) {
       EXPECT_TRUE(Has(schema, field)) << kind.type << " takes " << field;
     }
   }
   for (std::string_view field : schema) {
-    if (field == "type" || field == "max_buckets") continue;
-    EXPECT_TRUE(std::any_of(StoreKinds().begin(), StoreKinds().end(),
-                            [&](const StoreKind& k) { return Has(k.fields, field); }))
-        << "no kind takes store." << field;
+    if (field == "type" || field == common) continue;
+    EXPECT_TRUE(std::any_of(kinds.begin(), kinds.end(),
+                            [&](const Kind& k) { return Has(k.fields, field); }))
+        << "no kind takes " << section << "." << field;
   }
+}
+
+TEST(StoreKindsTest, EveryFieldOfAKindIsInTheSchemaAndEverySchemaFieldHasAKind) {
+  ExpectTheSchemasFields(StoreKinds(), "store", "max_buckets");
+  for (const StoreKind& kind : StoreKinds()) EXPECT_EQ(FindStoreKind(kind.type), &kind);
   EXPECT_EQ(StoreKinds().front().type, "memory");  // the default
   EXPECT_EQ(FindStoreKind("mysql"), nullptr);
 }
@@ -139,6 +148,32 @@ TEST(StoreKindsTest, AFieldOfAnotherKindIsRefusedNamingTheKindsThatTakeIt) {
   EXPECT_NE(unknown.status().message().find("memory | redis | sentinel | cluster"),
             std::string::npos)
       << unknown.status().message();
+}
+
+TEST(QuotaStoreKindsTest, EveryFieldOfAKindIsInTheSchemaAndAUrlFindsItsKind) {
+  ExpectTheSchemasFields(QuotaStoreKinds(), "quota_store", "failure");
+  for (const QuotaStoreKind& kind : QuotaStoreKinds()) {
+    EXPECT_EQ(FindQuotaStoreKind(kind.type), &kind);
+  }
+  ASSERT_NE(QuotaStoreKindForUrl("postgresql://sluice@db/sluice"), nullptr);
+  EXPECT_EQ(QuotaStoreKindForUrl("postgres://db/sluice")->type, "postgres");
+  EXPECT_EQ(QuotaStoreKindForUrl("mysql://db/sluice"), nullptr);
+}
+
+TEST(QuotaStoreKindsTest, SettingsAreEqualWithTheSameFieldsAndDescribeNoPassword) {
+  auto quota = [](const std::string& fields) {
+    return config::ParseConfig(
+        "upstream: {address: 127.0.0.1:9000}\nrules: []\nquota_store: " + fields + "\n",
+        "sluice.yaml");
+  };
+  Result<config::Config> a = quota("{type: postgres, url: 'postgresql://u:s3cret@db/q'}");
+  Result<config::Config> same = quota("{type: postgres, url: 'postgresql://u:s3cret@db/q'}");
+  Result<config::Config> other =
+      quota("{type: postgres, url: 'postgresql://u:s3cret@db/q', pool: 2}");
+  ASSERT_TRUE(a.ok() && same.ok() && other.ok()) << a.status().message();
+  EXPECT_EQ(*a->quota_store, *same->quota_store);
+  EXPECT_FALSE(*a->quota_store == *other->quota_store);
+  EXPECT_EQ(a->quota_store->settings->Describe().find("s3cret"), std::string::npos);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "common/clock_timer.h"
 #include "credentials_or_load.h"
 #include "key_slot.h"
+#include "redis_call.h"
 #include "reply_join.h"
 #include "slot_map_reader.h"
 #include "sluice/mutex.h"
@@ -180,11 +181,11 @@ class ClusterStore::Impl : public std::enable_shared_from_this<Impl> {
     std::vector<BucketOp> ops;
     ops.reserve(call->indices.size());
     for (size_t i : call->indices) ops.push_back(apply.ops[i]);
-    node->store->Apply(
-        std::move(ops), RedisCall{asking, apply.all_or_nothing, apply.deadline, call->slot},
-        [self = shared_from_this(), call](const Result<std::vector<BucketReply>>& r) {
-          self->OnCallDone(call, r);
-        });
+    ApplyCall(*node->store, std::move(ops),
+              RedisCall{asking, apply.all_or_nothing, apply.deadline, call->slot},
+              [self = shared_from_this(), call](const Result<std::vector<BucketReply>>& r) {
+                self->OnCallDone(call, r);
+              });
   }
 
   void OnCallDone(const CallPtr& call, const Result<std::vector<BucketReply>>& result) {

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "quota_pool.h"
+#include "quota_store_at.h"
 
 namespace sluice {
 
@@ -10,9 +11,15 @@ PostgresQuotaStore::PostgresQuotaStore(PostgresOptions options)
     : PostgresQuotaStore(std::move(options), nullptr) {}
 
 PostgresQuotaStore::PostgresQuotaStore(PostgresOptions options,
-                                       std::function<std::string()> test_clock)
-    : pool_(std::make_shared<postgres::QuotaPool>(std::move(options), std::move(test_clock))) {
+                                       std::function<std::string()> window_time)
+    : pool_(std::make_shared<postgres::QuotaPool>(std::move(options), std::move(window_time))) {
   pool_->Start();
+}
+
+std::unique_ptr<PostgresQuotaStore> QuotaStoreAt(PostgresOptions options,
+                                                 std::function<std::string()> window_time) {
+  return std::unique_ptr<PostgresQuotaStore>(
+      new PostgresQuotaStore(std::move(options), std::move(window_time)));
 }
 
 PostgresQuotaStore::~PostgresQuotaStore() { pool_->Stop(); }

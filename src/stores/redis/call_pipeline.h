@@ -16,6 +16,7 @@
 
 #include "bucket_calls.h"
 #include "locator.h"
+#include "redis_call.h"
 #include "redis_link.h"
 #include "resp_writer.h"
 #include "sluice/mutex.h"

@@ -5,6 +5,7 @@
 
 #include "call_pipeline.h"
 #include "credentials_or_load.h"
+#include "redis_call.h"
 #include "reply_join.h"
 
 namespace sluice {
@@ -84,7 +85,12 @@ void RedisStore::ApplyAllOrNothing(std::vector<BucketOp> ops, StoreCallback done
   Apply(std::move(ops), call, std::move(done));
 }
 
-void RedisStore::Apply(std::vector<BucketOp> ops, RedisCall call, StoreCallback done) {
+void ApplyCall(RedisStore& store, std::vector<BucketOp> ops, const RedisCall& call,
+               StoreCallback done) {
+  store.Apply(std::move(ops), call, std::move(done));
+}
+
+void RedisStore::Apply(std::vector<BucketOp> ops, const RedisCall& call, StoreCallback done) {
   if (OneAlgorithm(ops)) return pipeline_->Submit(std::move(ops), call, std::move(done));
   if (call.all_or_nothing) {
     return done(Status::FailedPrecondition(
