@@ -287,7 +287,7 @@ Outcome Client::Lock(const std::string& key, const Limit& limit, int64_t cost) {
     }
     // Sleep between half and all of the backoff, so that waiters spread out.
     rng_state_ = rng_state_ * 6364136223846793005ULL + 1442695040888963407ULL;
-    const int64_t jitter =
+    const auto jitter =
         static_cast<int64_t>((rng_state_ >> 33) % static_cast<uint64_t>(backoff_us / 2 + 1));
     std::this_thread::sleep_for(std::chrono::microseconds(backoff_us - jitter));
     backoff_us = std::min(backoff_us * 2, options_.lock_backoff_max_us);

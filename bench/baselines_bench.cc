@@ -131,6 +131,48 @@ std::shared_ptr<QuotaStore> OpenQuotaStore(const std::string& url) {
   return store;
 }
 
+// Adds `part`'s counts and latencies to `totals`.
+void Add(Totals& totals, const Totals& part) {
+  totals.checks += part.checks;
+  totals.admitted += part.admitted;
+  totals.round_trips += part.round_trips;
+  totals.retries += part.retries;
+  totals.aborted += part.aborted;
+  totals.lost_locks += part.lost_locks;
+  totals.latencies_us.insert(totals.latencies_us.end(), part.latencies_us.begin(),
+                             part.latencies_us.end());
+}
+
+// What one client of a run checks: random keys of `prefix`, each bucket `limit`.
+struct ClientRun {
+  const Args& args;
+  const std::string& prefix;
+  const Limit& limit;
+  int client;  // seeds its keys
+};
+
+// Checks on `client` until `next` reaches the run's requests, counting into `local` and, per key,
+// into `mine`.
+void CheckUntilDone(MethodClient& client, const ClientRun& run, std::atomic<int64_t>& next,
+                    Totals& local, std::vector<int64_t>& mine) {
+  std::mt19937_64 rng(static_cast<uint64_t>(run.client) * 7919 + 1);
+  std::uniform_int_distribution<int> pick(0, run.args.keys - 1);
+  while (next.fetch_add(1) < run.args.requests) {
+    const int k = pick(rng);
+    const auto asked = Clock::now();
+    const Outcome out = client.Check(run.prefix + std::to_string(k), run.limit);
+    local.latencies_us.push_back(
+        std::chrono::duration<double, std::micro>(Clock::now() - asked).count());
+    ++mine[static_cast<size_t>(k)];
+    ++local.checks;
+    local.admitted += out.reply.allowed ? 1 : 0;
+    local.round_trips += out.round_trips;
+    local.retries += out.retries;
+    local.aborted += out.aborted ? 1 : 0;
+    local.lost_locks += out.lost_lock ? 1 : 0;
+  }
+}
+
 Totals RunMethod(Method method, const Args& args, const std::string& prefix) {
   Options options;
   options.fewest_round_trips = args.fewest_round_trips;
@@ -150,6 +192,7 @@ Totals RunMethod(Method method, const Args& args, const std::string& prefix) {
     servers.quota_store = OpenQuotaStore(args.postgres_url);
   }
   std::vector<std::unique_ptr<MethodClient>> clients;
+  clients.reserve(static_cast<size_t>(args.clients));
   for (int c = 0; c < args.clients; ++c)
     clients.push_back(std::make_unique<MethodClient>(method, servers, options, memcached));
 
@@ -165,29 +208,15 @@ Totals RunMethod(Method method, const Args& args, const std::string& prefix) {
   std::exception_ptr failure;
 
   std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(args.clients));
   for (int c = 0; c < args.clients; ++c) {
     threads.emplace_back([&, c] {
-      MethodClient& client = *clients[static_cast<size_t>(c)];
-      std::mt19937_64 rng(static_cast<uint64_t>(c) * 7919 + 1);
-      std::uniform_int_distribution<int> pick(0, args.keys - 1);
       std::vector<int64_t> mine(sent.size(), 0);
       Totals local;
       start.arrive_and_wait();
       try {
-        while (next.fetch_add(1) < args.requests) {
-          const int k = pick(rng);
-          const auto asked = Clock::now();
-          const Outcome out = client.Check(prefix + std::to_string(k), limit);
-          local.latencies_us.push_back(
-              std::chrono::duration<double, std::micro>(Clock::now() - asked).count());
-          ++mine[static_cast<size_t>(k)];
-          ++local.checks;
-          local.admitted += out.reply.allowed ? 1 : 0;
-          local.round_trips += out.round_trips;
-          local.retries += out.retries;
-          local.aborted += out.aborted ? 1 : 0;
-          local.lost_locks += out.lost_lock ? 1 : 0;
-        }
+        CheckUntilDone(*clients[static_cast<size_t>(c)], {args, prefix, limit, c}, next, local,
+                       mine);
       } catch (...) {
         std::lock_guard lock(mutex);
         failure = std::current_exception();
@@ -195,14 +224,7 @@ Totals RunMethod(Method method, const Args& args, const std::string& prefix) {
       }
       std::lock_guard lock(mutex);
       for (size_t k = 0; k < sent.size(); ++k) sent[k] += mine[k];
-      totals.checks += local.checks;
-      totals.admitted += local.admitted;
-      totals.round_trips += local.round_trips;
-      totals.retries += local.retries;
-      totals.aborted += local.aborted;
-      totals.lost_locks += local.lost_locks;
-      totals.latencies_us.insert(totals.latencies_us.end(), local.latencies_us.begin(),
-                                 local.latencies_us.end());
+      Add(totals, local);
     });
   }
   // The server's CPU time once every client is connected, until before they disconnect: the
@@ -293,46 +315,48 @@ int Run(const Args& args) {
 }  // namespace sluice::baselines
 
 int main(int argc, char** argv) {
-  sluice::baselines::Args args;
-  CLI::App app{
-      "The token bucket script against separate commands, WATCH/MULTI/EXEC, a lock, SQL on "
-      "PostgreSQL and Memcached"};
-  app.add_option("--host", args.servers.host, "of redis-server and memcached");
-  app.add_option("--port", args.servers.redis_port, "a running redis-server");
-  app.add_option("--postgres", args.servers.postgres_conninfo,
-                 "libpq's connection string of a running PostgreSQL, for postgres-*");
-  app.add_option("--postgres-url", args.postgres_url,
-                 "the same PostgreSQL as a postgresql:// URI, for postgres-quota-store");
-  app.add_option("--memcached-port", args.servers.memcached_port,
-                 "a running memcached on --host, for memcached-*");
-  app.add_option("--redis-pid", args.server_pids[sluice::baselines::Server::kRedis],
-                 "redis-server's process, to count its CPU time per check");
-  app.add_option("--postgres-pid", args.server_pids[sluice::baselines::Server::kPostgres],
-                 "the postmaster's process, to count its and its backends' CPU time per check");
-  app.add_option("--memcached-pid", args.server_pids[sluice::baselines::Server::kMemcached],
-                 "memcached's process, to count its CPU time per check");
-  app.add_option("--clients", args.clients, "threads, each with its own connection")
-      ->check(CLI::Range(1, 10'000));
-  app.add_option("--keys", args.keys, "1: one hot key; more: each check picks one at random")
-      ->check(CLI::Range(1, 10'000'000));
-  app.add_option("--capacity", args.capacity, "tokens per bucket (and refilled per period)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000}));
-  app.add_option("--period-ms", args.period_ms)->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
-  app.add_option("--requests", args.requests, "checks per method, shared by the clients")
-      ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000}));
-  std::vector<std::string> method_names;
-  for (const sluice::baselines::Method method : sluice::baselines::kAllMethods)
-    method_names.emplace_back(sluice::baselines::MethodName(method));
-  app.add_option("--methods", args.methods)->check(CLI::IsMember(method_names));
-  app.add_flag("--fewest-round-trips", args.fewest_round_trips,
-               "pipeline TIME with the read and the lock's release with the write");
-  app.add_option("--lock-ttl-ms", args.lock_ttl_ms)->check(CLI::Range(int64_t{1}, int64_t{60'000}));
-  app.add_option("--max-watch-retries", args.max_watch_retries,
-                 "WATCH's nil EXECs, and memcached-cas's failed writes, before a check is given up")
-      ->check(CLI::Range(0, 1'000'000));
-  app.add_flag("--json", args.json, "one line of JSON per method");
-  CLI11_PARSE(app, argc, argv);
   try {
+    sluice::baselines::Args args;
+    CLI::App app{
+        "The token bucket script against separate commands, WATCH/MULTI/EXEC, a lock, SQL on "
+        "PostgreSQL and Memcached"};
+    app.add_option("--host", args.servers.host, "of redis-server and memcached");
+    app.add_option("--port", args.servers.redis_port, "a running redis-server");
+    app.add_option("--postgres", args.servers.postgres_conninfo,
+                   "libpq's connection string of a running PostgreSQL, for postgres-*");
+    app.add_option("--postgres-url", args.postgres_url,
+                   "the same PostgreSQL as a postgresql:// URI, for postgres-quota-store");
+    app.add_option("--memcached-port", args.servers.memcached_port,
+                   "a running memcached on --host, for memcached-*");
+    app.add_option("--redis-pid", args.server_pids[sluice::baselines::Server::kRedis],
+                   "redis-server's process, to count its CPU time per check");
+    app.add_option("--postgres-pid", args.server_pids[sluice::baselines::Server::kPostgres],
+                   "the postmaster's process, to count its and its backends' CPU time per check");
+    app.add_option("--memcached-pid", args.server_pids[sluice::baselines::Server::kMemcached],
+                   "memcached's process, to count its CPU time per check");
+    app.add_option("--clients", args.clients, "threads, each with its own connection")
+        ->check(CLI::Range(1, 10'000));
+    app.add_option("--keys", args.keys, "1: one hot key; more: each check picks one at random")
+        ->check(CLI::Range(1, 10'000'000));
+    app.add_option("--capacity", args.capacity, "tokens per bucket (and refilled per period)")
+        ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000}));
+    app.add_option("--period-ms", args.period_ms)->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+    app.add_option("--requests", args.requests, "checks per method, shared by the clients")
+        ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000}));
+    std::vector<std::string> method_names;
+    for (const sluice::baselines::Method method : sluice::baselines::kAllMethods)
+      method_names.emplace_back(sluice::baselines::MethodName(method));
+    app.add_option("--methods", args.methods)->check(CLI::IsMember(method_names));
+    app.add_flag("--fewest-round-trips", args.fewest_round_trips,
+                 "pipeline TIME with the read and the lock's release with the write");
+    app.add_option("--lock-ttl-ms", args.lock_ttl_ms)
+        ->check(CLI::Range(int64_t{1}, int64_t{60'000}));
+    app.add_option(
+           "--max-watch-retries", args.max_watch_retries,
+           "WATCH's nil EXECs, and memcached-cas's failed writes, before a check is given up")
+        ->check(CLI::Range(0, 1'000'000));
+    app.add_flag("--json", args.json, "one line of JSON per method");
+    CLI11_PARSE(app, argc, argv);
     return sluice::baselines::Run(args);
   } catch (const std::exception& e) {
     fmt::print(stderr, "{}\n", e.what());

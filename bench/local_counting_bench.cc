@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
+#include <exception>
 #include <latch>
 #include <memory>
 #include <string>
@@ -77,7 +78,9 @@ int Run(const Args& args) {
   std::vector<std::vector<float>> latencies_us(static_cast<size_t>(args.gateways * args.threads));
   for (int g = 0; g < args.gateways; ++g) {
     for (int t = 0; t < args.threads; ++t) {
-      threads.emplace_back([&, g, mine = &latencies_us[static_cast<size_t>(g * args.threads + t)]] {
+      const size_t slot =
+          (static_cast<size_t>(g) * static_cast<size_t>(args.threads)) + static_cast<size_t>(t);
+      threads.emplace_back([&, g, mine = &latencies_us[slot]] {
         const Request request{{"key", args.key}};
         start.arrive_and_wait();
         while (!stop.load(std::memory_order_relaxed)) {
@@ -132,17 +135,23 @@ int Run(const Args& args) {
 }  // namespace sluice
 
 int main(int argc, char** argv) {
-  sluice::Args args;
-  CLI::App app{"Shared, synced and leased counting on one hot key"};
-  app.add_option("--port", args.port, "a running redis-server on 127.0.0.1");
-  app.add_option("--counting", args.counting)->check(CLI::IsMember({"shared", "synced", "leased"}));
-  app.add_option("--gateways", args.gateways)->check(CLI::Range(1, 64));
-  app.add_option("--threads", args.threads, "per gateway")->check(CLI::Range(1, 256));
-  app.add_option("--seconds", args.seconds)->check(CLI::Range(0.1, 600.0));
-  app.add_option("--capacity", args.capacity)->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
-  app.add_option("--tokens", args.tokens, "refilled per second")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
-  app.add_option("--max-fraction", args.max_fraction)->check(CLI::Range(0.001, 1.0));
-  CLI11_PARSE(app, argc, argv);
-  return sluice::Run(args);
+  try {
+    sluice::Args args;
+    CLI::App app{"Shared, synced and leased counting on one hot key"};
+    app.add_option("--port", args.port, "a running redis-server on 127.0.0.1");
+    app.add_option("--counting", args.counting)
+        ->check(CLI::IsMember({"shared", "synced", "leased"}));
+    app.add_option("--gateways", args.gateways)->check(CLI::Range(1, 64));
+    app.add_option("--threads", args.threads, "per gateway")->check(CLI::Range(1, 256));
+    app.add_option("--seconds", args.seconds)->check(CLI::Range(0.1, 600.0));
+    app.add_option("--capacity", args.capacity)->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+    app.add_option("--tokens", args.tokens, "refilled per second")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+    app.add_option("--max-fraction", args.max_fraction)->check(CLI::Range(0.001, 1.0));
+    CLI11_PARSE(app, argc, argv);
+    return sluice::Run(args);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "{}\n", e.what());
+    return 1;
+  }
 }

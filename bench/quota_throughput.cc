@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -98,7 +99,8 @@ class Load {
 
 double Percentile(std::vector<int64_t>& sorted, double p) {
   if (sorted.empty()) return 0;
-  const size_t at = std::min(sorted.size() - 1, static_cast<size_t>(p * sorted.size()));
+  const size_t at =
+      std::min(sorted.size() - 1, static_cast<size_t>(p * static_cast<double>(sorted.size())));
   return static_cast<double>(sorted[at]) / 1000.0;
 }
 
@@ -127,8 +129,8 @@ int Run(const Args& args) {
   load.Stop();
   std::vector<int64_t> latencies = load.latencies_us();
   std::sort(latencies.begin(), latencies.end());
-  const double statements = static_cast<double>(after.statements - before.statements);
-  const double checks = static_cast<double>(after.checks - before.checks);
+  const auto statements = static_cast<double>(after.statements - before.statements);
+  const auto checks = static_cast<double>(after.checks - before.checks);
   fmt::print(
       "{{\"in_flight\": {}, \"batch\": {}, \"pool\": {}, \"checks_per_s\": {:.0f}, "
       "\"p50_ms\": {:.2f}, \"p99_ms\": {:.2f}, \"statements_per_s\": {:.0f}, "
@@ -143,17 +145,23 @@ int Run(const Args& args) {
 }  // namespace sluice
 
 int main(int argc, char** argv) {
-  sluice::Args args;
-  CLI::App app{"Durable quota checks per second against a PostgreSQL quota store"};
-  app.add_option("--url", args.url, "postgresql://user@host:port/dbname")->required();
-  app.add_option("--password", args.password, "the role's password");
-  app.add_option("--in-flight", args.in_flight, "checks kept in flight")->capture_default_str();
-  app.add_option("--keys", args.keys, "distinct quotas checked, at random")->capture_default_str();
-  app.add_option("--seconds", args.seconds, "measured seconds")->capture_default_str();
-  app.add_option("--pool", args.pool, "connections")->capture_default_str();
-  app.add_option("--batch", args.batch, "most checks (ops) in one statement; 1: no group commit")
-      ->capture_default_str();
-  app.add_option("--bucket", args.bucket, "the quotas' bucket name")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
-  return sluice::Run(args);
+  try {
+    sluice::Args args;
+    CLI::App app{"Durable quota checks per second against a PostgreSQL quota store"};
+    app.add_option("--url", args.url, "postgresql://user@host:port/dbname")->required();
+    app.add_option("--password", args.password, "the role's password");
+    app.add_option("--in-flight", args.in_flight, "checks kept in flight")->capture_default_str();
+    app.add_option("--keys", args.keys, "distinct quotas checked, at random")
+        ->capture_default_str();
+    app.add_option("--seconds", args.seconds, "measured seconds")->capture_default_str();
+    app.add_option("--pool", args.pool, "connections")->capture_default_str();
+    app.add_option("--batch", args.batch, "most checks (ops) in one statement; 1: no group commit")
+        ->capture_default_str();
+    app.add_option("--bucket", args.bucket, "the quotas' bucket name")->capture_default_str();
+    CLI11_PARSE(app, argc, argv);
+    return sluice::Run(args);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "{}\n", e.what());
+    return 1;
+  }
 }

@@ -8,6 +8,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
+#include <exception>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -79,7 +81,8 @@ class Saturator {
     std::lock_guard lock(mutex_);
     if (latencies_us_.empty()) return 0;
     const size_t at = latencies_us_.size() * 99 / 100;
-    std::nth_element(latencies_us_.begin(), latencies_us_.begin() + at, latencies_us_.end());
+    std::nth_element(latencies_us_.begin(), latencies_us_.begin() + static_cast<std::ptrdiff_t>(at),
+                     latencies_us_.end());
     return latencies_us_[at];
   }
 
@@ -102,7 +105,7 @@ class Saturator {
       ++outstanding_;
     }
     const auto submitted = Clock::now();
-    limiter_.Check(RequestFor(counter_++, args_.keys), [this, submitted](Decision d) {
+    limiter_.Check(RequestFor(counter_++, args_.keys), [this, submitted](const Decision& d) {
       if (!d.checked) ++errors_;
       ++done_;
       const auto now = Clock::now();
@@ -127,7 +130,8 @@ class Saturator {
 };
 
 double Median(std::vector<double> values) {
-  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+  const auto middle = static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), values.begin() + middle, values.end());
   return values[values.size() / 2];
 }
 
@@ -135,7 +139,8 @@ double Median(std::vector<double> values) {
 // that both medians see the same moments of a noisy machine. Microseconds.
 std::pair<double, double> MedianLatenciesUs(const Limiter& one_rule, const Limiter& three_rules,
                                             const Args& args) {
-  std::vector<double> one, three;
+  std::vector<double> one;
+  std::vector<double> three;
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(args.seconds));
   for (uint64_t n = 0; Clock::now() < deadline; ++n) {
@@ -208,6 +213,7 @@ std::vector<double> MedianTransportLatenciesUs(const Args& args) {
         std::chrono::duration<double, std::micro>(Clock::now() - start).count());
   }
   std::vector<double> medians;
+  medians.reserve(samples.size());
   for (auto& s : samples) medians.push_back(Median(std::move(s)));
   return medians;
 }
@@ -248,29 +254,34 @@ void Run(const Args& args) {
 }  // namespace sluice
 
 int main(int argc, char** argv) {
-  sluice::Args args;
-  CLI::App app{"Checks per second of one Sluice process against one redis-server"};
-  app.add_option("--port", args.port);
-  app.add_option("--rules", args.rules)->check(CLI::Range(1, sluice::kMostRules));
-  app.add_option("--in-flight", args.in_flight,
-                 "checks kept outstanding; 0 times 1- and 3-rule checks one at a time");
-  app.add_option("--seconds", args.seconds);
-  app.add_option("--keys", args.keys)->check(CLI::Range(1, 100'000'000));
-  app.add_option("--mode", args.mode)->check(CLI::IsMember({"evalsha", "function"}));
-  app.add_option("--layout", args.layout)->check(CLI::IsMember({"hash", "compact"}));
-  app.add_option("--limit", args.limit, "capacity, tokens a period, period in ms")
-      ->expected(3)
-      ->check(CLI::PositiveNumber);
-  app.add_flag("--cluster", args.cluster, "--port is a seed of a Redis Cluster");
-  app.add_option("--wait-replicas", args.wait_replicas, "WAIT for this many replicas")
-      ->check(CLI::Range(0, 16));
-  app.add_option("--transport", args.transport)->check(CLI::IsMember({"tcp", "tls", "unix"}));
-  app.add_option("--tls-port", args.tls_port, "the server's TLS port, for --transport tls");
-  app.add_option("--tls-ca", args.tls_ca, "the CA that signed the server's certificate");
-  app.add_option("--unix", args.unix_path, "the server's socket, for --transport unix");
-  app.add_flag("--compare-transports", args.compare_transports,
-               "times 1-rule checks one at a time over TCP, TLS and the Unix socket in turn");
-  CLI11_PARSE(app, argc, argv);
-  sluice::Run(args);
-  return 0;
+  try {
+    sluice::Args args;
+    CLI::App app{"Checks per second of one Sluice process against one redis-server"};
+    app.add_option("--port", args.port);
+    app.add_option("--rules", args.rules)->check(CLI::Range(1, sluice::kMostRules));
+    app.add_option("--in-flight", args.in_flight,
+                   "checks kept outstanding; 0 times 1- and 3-rule checks one at a time");
+    app.add_option("--seconds", args.seconds);
+    app.add_option("--keys", args.keys)->check(CLI::Range(1, 100'000'000));
+    app.add_option("--mode", args.mode)->check(CLI::IsMember({"evalsha", "function"}));
+    app.add_option("--layout", args.layout)->check(CLI::IsMember({"hash", "compact"}));
+    app.add_option("--limit", args.limit, "capacity, tokens a period, period in ms")
+        ->expected(3)
+        ->check(CLI::PositiveNumber);
+    app.add_flag("--cluster", args.cluster, "--port is a seed of a Redis Cluster");
+    app.add_option("--wait-replicas", args.wait_replicas, "WAIT for this many replicas")
+        ->check(CLI::Range(0, 16));
+    app.add_option("--transport", args.transport)->check(CLI::IsMember({"tcp", "tls", "unix"}));
+    app.add_option("--tls-port", args.tls_port, "the server's TLS port, for --transport tls");
+    app.add_option("--tls-ca", args.tls_ca, "the CA that signed the server's certificate");
+    app.add_option("--unix", args.unix_path, "the server's socket, for --transport unix");
+    app.add_flag("--compare-transports", args.compare_transports,
+                 "times 1-rule checks one at a time over TCP, TLS and the Unix socket in turn");
+    CLI11_PARSE(app, argc, argv);
+    sluice::Run(args);
+    return 0;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "{}\n", e.what());
+    return 1;
+  }
 }

@@ -113,7 +113,7 @@ Result<T> ReadFields(const YAML::Node& fields, const std::string& source,
 YAML::Node TlsFieldsOf(const CheckArgs& args) {
   const bool flagged = args.tls || !args.tls_ca.empty() || !args.tls_cert.empty() ||
                        !args.tls_key.empty() || !args.tls_server_name.empty();
-  if (!flagged) return YAML::Node();
+  if (!flagged) return {};
   YAML::Node tls(YAML::NodeType::Map);
   const std::pair<const char*, const std::string*> fields[] = {
       {"ca_file", &args.tls_ca},

@@ -39,16 +39,16 @@ int64_t QueryNumber(std::string_view target, std::string_view name, int64_t low,
   return std::clamp(value, low, high);
 }
 
-http::Awaitable<http::HttpResponse> Answer(http::HttpRequest request, const http::Peer& /*peer*/,
-                                           size_t /*loop*/) {
+// The answer to `request`, on the event loop `io`.
+http::Awaitable<http::HttpResponse> Answer(http::HttpRequest request, asio::io_context& io) {
   const std::string target(request.target().data(), request.target().size());
   if (target.starts_with("/slow")) {
-    asio::steady_timer timer(co_await asio::this_coro::executor,
+    asio::steady_timer timer(io,
                              std::chrono::milliseconds(QueryNumber(target, "ms", 0, 60'000, 0)));
     co_await timer.async_wait(http::kUseAwaitable);
   }
-  std::string body = "{\"ok\":true,\"method\":\"" + std::string(request.method_string()) +
-                     "\",\"bytes\":" + std::to_string(request.body().size()) + "}\n";
+  std::string body = R"({"ok":true,"method":")" + std::string(request.method_string()) +
+                     R"(","bytes":)" + std::to_string(request.body().size()) + "}\n";
   // /usage?tokens=N[&status=S]: a response that says what it used, as an LLM API's does.
   const bool usage = target.starts_with("/usage");
   const auto status =
@@ -75,7 +75,11 @@ int Run(const std::string& listen) {
     return 1;
   }
   http::EventLoops loops(1);
-  http::Server server(loops, Answer, {});
+  http::Server server(loops,
+                      [&loops](http::HttpRequest request, const http::Peer& /*peer*/, size_t loop) {
+                        return Answer(std::move(request), loops[loop]);
+                      },
+                      {});
   if (Status s = server.Listen(*where); !s.ok()) {
     spdlog::error("{}", s.message());
     return 1;

@@ -7,6 +7,7 @@ namespace sluice::config {
 QuotaStoreConfig ParseQuotaStore(const YamlField& f) {
   f.ExpectMap(KeysOf("quota_store"));
   std::vector<std::string_view> types;
+  types.reserve(stores::QuotaStoreKinds().size());
   for (const stores::QuotaStoreKind& kind : stores::QuotaStoreKinds()) types.push_back(kind.type);
   if (!f.Has("type")) f.Fail("needs a type (" + std::string(types.front()) + ")");
   const stores::QuotaStoreKind& kind = *stores::FindQuotaStoreKind(f["type"].OneOf(types));

@@ -39,6 +39,7 @@ const stores::CountingMode& CountingModeNamed(const YamlField& rule) {
   const std::vector<stores::CountingMode>& modes = stores::CountingModes();
   if (!rule.Has("counting")) return modes.front();
   std::vector<std::string_view> names;
+  names.reserve(modes.size());
   for (const stores::CountingMode& mode : modes) names.push_back(mode.name);
   const std::string name = rule["counting"].OneOf(names);
   return *std::find_if(modes.begin(), modes.end(),
@@ -70,6 +71,7 @@ std::string ParseCostFrom(const YamlField& from) {
 
 Algorithm ParseAlgorithm(const YamlField& f) {
   std::vector<std::string_view> names;
+  names.reserve(AlgorithmKinds().size());
   for (const AlgorithmKind& kind : AlgorithmKinds()) names.push_back(kind.name);
   return AlgorithmNamed(f.OneOf(names))->id;
 }

@@ -35,6 +35,7 @@ void RefuseForeignFields(const YamlField& f, const stores::StoreKind& kind) {
 const stores::StoreKind& KindOf(const YamlField& f) {
   if (!f.Has("type")) return stores::StoreKinds().front();
   std::vector<std::string_view> types;
+  types.reserve(stores::StoreKinds().size());
   for (const stores::StoreKind& kind : stores::StoreKinds()) types.push_back(kind.type);
   return *stores::FindStoreKind(f["type"].OneOf(types));
 }

@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <nlohmann/json.hpp>
+#include <system_error>
 
 namespace sluice::http {
 namespace {
@@ -57,7 +57,7 @@ Result<std::unique_ptr<AccessLog>> AccessLog::Open(const config::AccessLogConfig
   const int fd = OpenForAppend(config.path);
   if (fd < 0) {
     return Status::InvalidArgument("access_log: " + config.path +
-                                   " cannot be opened: " + std::strerror(errno));
+                                   " cannot be opened: " + std::generic_category().message(errno));
   }
   return std::unique_ptr<AccessLog>(new AccessLog(config, fd));
 }
@@ -117,7 +117,7 @@ void AccessLog::Run() {
       const int fd = OpenForAppend(config_.path);
       if (fd < 0) {
         spdlog::error("access log {} cannot be reopened, writing on to the old file: {}",
-                      config_.path, std::strerror(errno));
+                      config_.path, std::generic_category().message(errno));
       } else {
         WriteOut(batch);
         batch.clear();

@@ -246,7 +246,9 @@ std::string StatusJson(const StatusView& view, const StatusHistory& history, con
     if (points.size() > static_cast<size_t>(seconds)) {
       points.erase(points.begin(), points.end() - seconds);
     }
-    json t = json::array(), allowed = json::array(), rejected = json::array();
+    json t = json::array();
+    json allowed = json::array();
+    json rejected = json::array();
     for (const RatePoint& p : points) {
       t.push_back(p.second);
       allowed.push_back(p.allowed);

@@ -50,7 +50,7 @@ struct QuotaLimiter {
   }
 
   // What the rate limit rule has left, by a look (cost 0) at its bucket.
-  int64_t PerKeyLeft() {
+  int64_t PerKeyLeft() const {
     Request look{{"key", "ak_1"}};
     look.SetCost(0);
     const Decision d = limiter->CheckBlocking(look);

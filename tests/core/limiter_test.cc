@@ -79,7 +79,7 @@ TEST(LimiterTest, OverLimitCacheAnswersAnEmptyBucketUntilItsRetryTime) {
 
 TEST(LimiterTest, OverlongValueIsRefusedWhateverThePolicy) {
   auto limiter = Make(std::make_shared<MemoryStore>());
-  Decision d = limiter->CheckBlocking({{"key", std::string(10 * 1024, 'k')}});
+  Decision d = limiter->CheckBlocking({{"key", std::string(size_t{10} * 1024, 'k')}});
   EXPECT_FALSE(d.allowed);
   EXPECT_EQ(d.error.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(limiter->Stats().invalid_requests, 1u);
@@ -141,7 +141,7 @@ TEST(LimiterTest, FutureAndCallbackTokens) {
   asio::io_context io;
   bool called = false;
   AsyncCheck(*limiter, Request{{"key", "fut"}},
-             asio::bind_executor(io, [&](Decision d) { called = d.allowed; }));
+             asio::bind_executor(io, [&](const Decision& d) { called = d.allowed; }));
   io.run();
   EXPECT_TRUE(called);
 }

@@ -110,7 +110,7 @@ TEST(SpentQuotasTest, ItHoldsNoMoreThanItsBound) {
   for (int i = 0; i < 5; ++i) {
     QuotaOp op = kOp;
     op.value = "v" + std::to_string(i);
-    spent.Remember(op, Rejected(100, 1000 * (i + 1)), 0, spent.Changes());
+    spent.Remember(op, Rejected(100, int64_t{1000} * (i + 1)), 0, spent.Changes());
   }
   EXPECT_EQ(spent.size(), 2U);
   clock->Set(1500);  // the first has ended: room for another

@@ -97,9 +97,11 @@ TEST(WireTest, WithoutItsBodyAMessageIsItsHeadAlone) {
 
 TEST(WireTest, WriteNowWritesWhatTheSocketTakesAndLeavesTheRest) {
   boost::asio::io_context io;
-  boost::asio::local::stream_protocol::socket writer(io), reader(io);
+  boost::asio::local::stream_protocol::socket writer(io);
+  boost::asio::local::stream_protocol::socket reader(io);
   boost::asio::local::connect_pair(writer, reader);
-  const std::string head = "head:", body = "body";
+  const std::string head = "head:";
+  const std::string body = "body";
   MessageBuffers buffers = {boost::asio::buffer(head), boost::asio::buffer(body), {}};
   boost::system::error_code ec;
   // A blocking socket could block the thread: left to the asynchronous write.

@@ -75,10 +75,12 @@ struct ServerFor {
 void Hammer(const Servers& servers, Method method, const std::string& key, const Limit& limit,
             int threads, int checks_per_thread, const Options& options, Counts& counts) {
   std::vector<std::unique_ptr<MethodClient>> clients;
+  clients.reserve(static_cast<size_t>(threads));
   for (int t = 0; t < threads; ++t)
     clients.push_back(std::make_unique<MethodClient>(method, servers, options));
   std::latch start(threads);
   std::vector<std::thread> workers;
+  workers.reserve(static_cast<size_t>(threads));
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
       MethodClient& client = *clients[static_cast<size_t>(t)];
@@ -148,7 +150,8 @@ struct TwoClientRace {
 TEST(BaselinesTest, TwoClientsRacingWithWatchForOneTokenGetExactlyOneBetweenThem) {
   RedisServer server;
   TwoClientRace race(server);
-  std::vector<int> admitted, retries;
+  std::vector<int> admitted;
+  std::vector<int> retries;
   race.Run(Method::kWatch, 200, admitted, retries);
   for (size_t r = 0; r < admitted.size(); ++r) {
     EXPECT_EQ(admitted[r], 1) << "round " << r;
@@ -160,7 +163,8 @@ TEST(BaselinesTest, TwoClientsRacingWithWatchForOneTokenGetExactlyOneBetweenThem
 TEST(BaselinesTest, TwoClientsRacingWithSeparateCommandsBothGetTheOneToken) {
   RedisServer server;
   TwoClientRace race(server);
-  std::vector<int> admitted, retries;
+  std::vector<int> admitted;
+  std::vector<int> retries;
   race.Run(Method::kSeparate, 50, admitted, retries);
   for (size_t r = 0; r < admitted.size(); ++r) EXPECT_EQ(admitted[r], 2) << "round " << r;
 }
@@ -206,12 +210,14 @@ TEST(BaselinesTest, TokenBucketsInSqlAndByCasAnswerAsTheScriptDoes) {
   int64_t now_ms = 1'764'633'600'000;  // a real epoch time, as TIME gives
   MemcachedOptions options;
   options.now_ms = [&] { return now_ms; };
-  options.min_expiry_s = 24 * 3600;  // the real clock must not expire what this clock keeps
+  options.min_expiry_s =
+      int64_t{24} * 3600;  // the real clock must not expire what this clock keeps
   MemcachedClient cas("127.0.0.1", memcached.port(), options);
 
   std::mt19937_64 rng(20261204);
   const Limit limits[] = {{7, 3, 1'000}, {100, 100, 60'000}};
-  int allowed = 0, rejected = 0;
+  int allowed = 0;
+  int rejected = 0;
   for (int step = 0; step < 150; ++step) {
     now_ms += std::uniform_int_distribution<int64_t>(0, 200)(rng);
     for (size_t i = 0; i < std::size(limits); ++i) {

@@ -122,11 +122,13 @@ TEST_F(ClusterStoreTest, RacingStoresAdmitExactlyWhatTheBucketsAllow) {
   ASSERT_EQ(keys.size(), 12u);
   const Limit limit = NoRefill(40);
   std::vector<std::shared_ptr<ClusterStore>> stores;
+  stores.reserve(4);
   for (int i = 0; i < 4; ++i) stores.push_back(Connect(cluster_->Options()));
   std::map<std::string, std::atomic<int>> admitted;
   for (const auto& k : keys) admitted[k] = 0;
   std::atomic<int> errors{0};
   std::vector<std::thread> threads;
+  threads.reserve(12);
   for (int t = 0; t < 12; ++t) {
     threads.emplace_back([&, t] {
       std::mt19937 rng(t);
@@ -170,7 +172,8 @@ TEST_F(ClusterStoreTest, ChecksOfManySlotsOnOnePrimaryShareScriptCalls) {
     RedisClient(primary).Command({"CONFIG", "RESETSTAT"});
     std::mutex mutex;
     std::condition_variable all_done;
-    size_t done = 0, allowed = 0;
+    size_t done = 0;
+    size_t allowed = 0;
     for (const std::string& key : keys) {
       store->Apply({{key, limit, 2}}, [&](Result<std::vector<BucketReply>> replies) {
         std::lock_guard lock(mutex);
@@ -197,44 +200,50 @@ TEST_F(ClusterStoreTest, ChecksOfManySlotsOnOnePrimaryShareScriptCalls) {
   }
 }
 
-TEST_F(ClusterStoreTest, EveryPrimaryReloadsItsScriptAfterAFlush) {
-  for (ScriptMode mode : {ScriptMode::kEvalsha, ScriptMode::kFunction}) {
-    ClusterOptions options = cluster_->Options();
-    options.mode = mode;
-    auto store = Connect(options);
-    std::vector<std::string> keys;
-    for (uint16_t primary : cluster_->Primaries()) {
-      keys.push_back(KeysOn(*cluster_, primary, 1, "flush" + std::to_string(int(mode)))[0]);
-    }
-    std::atomic<bool> stop{false};
-    std::atomic<int> errors{0};
-    std::atomic<int> checks{0};
-    std::vector<std::thread> threads;
-    for (int t = 0; t < 4; ++t) {
-      threads.emplace_back([&] {
-        while (!stop) {
-          std::vector<BucketOp> ops;
-          for (const auto& k : keys) ops.push_back({k, NoRefill(1'000'000), 1});
-          if (!ApplyBlocking(*store, std::move(ops)).ok()) ++errors;
-          ++checks;
-        }
-      });
-    }
-    for (int round = 0; round < 5; ++round) {
-      for (uint16_t primary : cluster_->Primaries()) {
-        cluster_->Client(primary)->Command(mode == ScriptMode::kEvalsha
-                                               ? std::vector<std::string>{"SCRIPT", "FLUSH"}
-                                               : std::vector<std::string>{"FUNCTION", "FLUSH"});
-      }
-      // The load meets each flush before the next one.
-      const int seen = checks;
-      EXPECT_TRUE(WaitUntil([&] { return checks >= seen + 20; }));
-    }
-    stop = true;
-    for (auto& t : threads) t.join();
-    EXPECT_GT(checks, 0);
-    EXPECT_EQ(errors, 0) << "mode " << int(mode);
+// Checks on a key of every primary from four threads while each primary's scripts (or
+// functions, by `mode`) are flushed five times: none fails.
+void ExpectNoCheckFailsThroughFlushes(RedisCluster& cluster, ScriptMode mode) {
+  ClusterOptions options = cluster.Options();
+  options.mode = mode;
+  auto store = Connect(options);
+  std::vector<std::string> keys;
+  for (uint16_t primary : cluster.Primaries()) {
+    keys.push_back(KeysOn(cluster, primary, 1, "flush" + std::to_string(int(mode)))[0]);
   }
+  std::atomic<bool> stop{false};
+  std::atomic<int> errors{0};
+  std::atomic<int> checks{0};
+  std::vector<std::thread> threads;
+  threads.reserve(4);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      while (!stop) {
+        std::vector<BucketOp> ops;
+        ops.reserve(keys.size());
+        for (const auto& k : keys) ops.push_back({k, NoRefill(1'000'000), 1});
+        if (!ApplyBlocking(*store, std::move(ops)).ok()) ++errors;
+        ++checks;
+      }
+    });
+  }
+  const std::vector<std::string> flush = mode == ScriptMode::kEvalsha
+                                             ? std::vector<std::string>{"SCRIPT", "FLUSH"}
+                                             : std::vector<std::string>{"FUNCTION", "FLUSH"};
+  for (int round = 0; round < 5; ++round) {
+    for (uint16_t primary : cluster.Primaries()) cluster.Client(primary)->Command(flush);
+    // The load meets each flush before the next one.
+    const int seen = checks;
+    EXPECT_TRUE(WaitUntil([&] { return checks >= seen + 20; }));
+  }
+  stop = true;
+  for (auto& t : threads) t.join();
+  EXPECT_GT(checks, 0);
+  EXPECT_EQ(errors, 0) << "mode " << int(mode);
+}
+
+TEST_F(ClusterStoreTest, EveryPrimaryReloadsItsScriptAfterAFlush) {
+  ExpectNoCheckFailsThroughFlushes(*cluster_, ScriptMode::kEvalsha);
+  ExpectNoCheckFailsThroughFlushes(*cluster_, ScriptMode::kFunction);
 }
 
 // A primary that restarts within the node timeout comes back as the same primary, with neither
@@ -290,6 +299,7 @@ ClusterStoreStats ReshardUnderLoad(RedisCluster& cluster, const std::vector<std:
   std::atomic<int> errors{0};
   std::atomic<int> checks{0};
   std::vector<std::thread> threads;
+  threads.reserve(4);
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       for (size_t i = t; !stop; ++i, ++checks) {
@@ -371,6 +381,7 @@ TEST_F(ClusterStoreTest, ReshardingASlotWhoseKeysShareCallsFailsNoCheck) {
     if (cluster_->PrimaryOf(KeySlot(candidate)) == primaries[1]) tag = candidate;
   }
   std::vector<std::string> keys;
+  keys.reserve(6);
   for (int i = 0; i < 6; ++i) keys.push_back("rl:" + tag + ":" + std::to_string(i));
   EXPECT_EQ(ReshardUnderLoad(*cluster_, keys, primaries[1], primaries[2]).retries, 0u);
 }
@@ -382,7 +393,8 @@ bool MarkedFailed(const RedisCluster& cluster, uint16_t observer, const std::str
   for (std::string line; std::getline(nodes, line);) {
     if (!line.starts_with(id)) continue;
     std::istringstream fields(line);
-    std::string skip, flags;
+    std::string skip;
+    std::string flags;
     fields >> skip >> skip >> flags;
     return ("," + flags + ",").find(",fail,") != std::string::npos;
   }
@@ -408,6 +420,7 @@ TEST_F(ClusterStoreTest, AFailoverIsAGapThenAShardDownStaysLocal) {
     return std::chrono::duration_cast<milliseconds>(RealClock::now() - start).count();
   };
   std::vector<std::thread> threads;
+  threads.reserve(4);
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       for (size_t i = t; !stop; ++i) {

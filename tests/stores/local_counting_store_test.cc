@@ -187,6 +187,7 @@ TEST_F(LocalCountingTest, LeasedGatewaysNeverAdmitMoreThanTheSharedBucket) {
       limiters.push_back(LimiterOn(gateways.back(), PerKey(Counting::kLeased, kHundredPerDay)));
     }
     std::vector<std::thread> threads;
+    threads.reserve(12);
     for (int t = 0; t < 12; ++t) {
       threads.emplace_back([&, t] {
         for (int i = 0; i < 20; ++i) {
@@ -240,10 +241,12 @@ TEST_F(LocalCountingTest, AnIdleKeyLeasesOneTokenAndGivesBackWhatItDidNotSpend) 
 // Two gateways with equal demand take turns until the bucket is empty: neither starves.
 TEST_F(LocalCountingTest, TwoGatewaysWithEqualDemandShareABucketEvenly) {
   const Limit thousand{1000, 1000, 86'400'000};
-  std::shared_ptr<LocalCountingStore> a = Gateway(), b = Gateway();
+  std::shared_ptr<LocalCountingStore> a = Gateway();
+  std::shared_ptr<LocalCountingStore> b = Gateway();
   auto on_a = LimiterOn(a, PerKey(Counting::kLeased, thousand));
   auto on_b = LimiterOn(b, PerKey(Counting::kLeased, thousand));
-  int from_a = 0, from_b = 0;
+  int from_a = 0;
+  int from_b = 0;
   for (int i = 0; i < 1500; ++i) {
     from_a += on_a->CheckBlocking(request_).allowed ? 1 : 0;
     from_b += on_b->CheckBlocking(request_).allowed ? 1 : 0;

@@ -28,7 +28,6 @@ namespace sluice {
 namespace {
 
 using std::chrono::milliseconds;
-using testing::PostgresServer;
 using testing::SharedPostgres;
 using testing::WaitUntil;
 
@@ -71,6 +70,7 @@ TEST(PostgresQuotaStoreTest, ManyThreadsNeverTakeMoreThanTheLimit) {
   std::atomic<int> allowed{0};
   std::atomic<int> failed{0};
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&] {
       std::vector<std::future<Result<std::vector<QuotaReply>>>> pending;
@@ -223,7 +223,8 @@ TEST(PostgresQuotaStoreTest, WindowsThatStartTogetherKeepCountsOfTheirOwn) {
   SharedPostgres().CreateDatabase("windows");
   TestClock clock;
   auto store = ReadyStore(SharedPostgres().Options("windows"), clock.Reader());
-  const QuotaOp hour{"changed", "org_acme", 2, 1, {CalendarPeriod::kNone, 3600 * 1000}, true};
+  const QuotaOp hour{"changed", "org_acme", 2, 1, {CalendarPeriod::kNone, int64_t{3600} * 1000},
+                     true};
   const QuotaOp day{"changed", "org_acme", 3, 1, {CalendarPeriod::kDay, 0}, true};
   // Takes `op` once: whether it was charged, and the count it saw.
   auto take = [&](const QuotaOp& op) -> std::pair<bool, int64_t> {
@@ -509,6 +510,7 @@ TEST(PostgresQuotaStoreTest, NothingAdmittedIsForgottenWhenTheServerCrashesUnder
   std::atomic<int64_t> unknown{0};  // cut off after they were sent: counted or not
   std::atomic<bool> stop{false};
   std::vector<std::thread> clients;
+  clients.reserve(16);
   for (int t = 0; t < 16; ++t) {
     clients.emplace_back([&] {
       while (!stop) {

@@ -53,6 +53,7 @@ TEST(RedisSentinelTest, TwoStoresShareTheCountExactly) {
   std::unique_ptr<Limiter> limiters[] = {LimiterOn(first), LimiterOn(second)};
   std::atomic<int> admitted{0};
   std::vector<std::thread> threads;
+  threads.reserve(20);
   for (int t = 0; t < 20; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 10; ++i) {

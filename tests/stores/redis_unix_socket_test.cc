@@ -48,6 +48,7 @@ TEST(RedisUnixSocketTest, TwoStoresShareTheCountExactly) {
   RedisStore* stores[] = {&first, &second};
   std::atomic<int> admitted{0};
   std::vector<std::thread> threads;
+  threads.reserve(20);
   for (int t = 0; t < 20; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 10; ++i) {

@@ -139,7 +139,7 @@ TEST(ReplyJoinTest, FailuresRacingFromManyThreadsAnswerOnce) {
     for (int round = 0; round < 50; ++round) {
       std::atomic<int> calls{0};
       std::atomic<bool> failed{false};
-      auto join = std::make_shared<ReplyJoin>(kThreads, kThreads, policy, [&](Replies r) {
+      auto join = std::make_shared<ReplyJoin>(kThreads, kThreads, policy, [&](const Replies& r) {
         calls.fetch_add(1);
         failed.store(!r.ok());
       });

@@ -79,6 +79,7 @@ TEST_P(StoreConformanceTest, ManyThreadsAdmitExactlyTheCapacity) {
   auto limiter = MakeLimiter({{"per-key", "key", "", kHundredPerHour, 1}});
   std::atomic<int> admitted{0};
   std::vector<std::thread> threads;
+  threads.reserve(50);
   for (int t = 0; t < 50; ++t) {
     threads.emplace_back([&] {
       for (int i = 0; i < 10; ++i) {

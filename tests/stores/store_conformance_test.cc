@@ -38,7 +38,7 @@ using testing::RedisServer;
 using testing::TlsCertificates;
 
 // The milliseconds of TIME on the server behind `client` (kept open across readings).
-std::function<int64_t()> ServerTime(std::shared_ptr<testing::RedisClient> client) {
+std::function<int64_t()> ServerTime(const std::shared_ptr<testing::RedisClient>& client) {
   return [client] {
     testing::ReplyPtr time = client->Command({"TIME"});
     return std::stoll(time->element[0]->str) * 1000 + std::stoll(time->element[1]->str) / 1000;
@@ -240,6 +240,7 @@ TEST_P(StoreConformanceTest, LeasedGatewaysNeverAdmitMoreThanTheSharedBucket) {
       limiters.push_back(LocalLimiter(gateways.back(), Counting::kLeased, kHundredPerHour));
     }
     std::vector<std::thread> threads;
+    threads.reserve(12);
     for (int t = 0; t < 12; ++t) {
       threads.emplace_back([&, t] {
         for (int i = 0; i < 15; ++i) {

@@ -158,15 +158,7 @@ class Relay : public std::enable_shared_from_this<Relay> {
   void Pump(Direction& d) {
     if (done_ || d.busy) return;
     if (d.to_client && half_closed_) d.held.clear();
-    if (d.held.empty()) {
-      if (d.eof && !d.shut) {
-        d.shut = true;
-        error_code ignored;
-        d.to.shutdown(tcp::socket::shutdown_send, ignored);
-      }
-      if (up_.eof && down_.eof && up_.held.empty() && down_.held.empty()) Close();
-      return;
-    }
+    if (d.held.empty()) return Drained(d);
     const Fault fault = state_->fault;
     if (fault == Fault::kStall) return;
     const Chunk& chunk = d.held.front();
@@ -179,20 +171,34 @@ class Relay : public std::enable_shared_from_this<Relay> {
     if (trickle) n = 1;
     if (cut) n /= 2;
     d.busy = true;
-    asio::async_write(
-        d.to, asio::buffer(chunk.bytes.data(), n),
-        [self = shared_from_this(), &d, n, trickle, cut](const error_code& ec, size_t) {
-          d.busy = false;
-          if (self->done_) return;
-          if (d.to_client && self->half_closed_) return self->Pump(d);
-          if (ec) return self->Reset();
-          Chunk& front = d.held.front();
-          front.bytes.erase(0, n);
-          if (front.bytes.empty()) d.held.pop_front();
-          if (cut) return self->Close();
-          if (trickle) return self->Wait(d, Clock::now() + self->state_->delay);
-          self->Pump(d);
-        });
+    asio::async_write(d.to, asio::buffer(chunk.bytes.data(), n),
+                      [self = shared_from_this(), &d, n, trickle, cut](
+                          const error_code& ec, size_t) { self->Written(d, ec, n, trickle, cut); });
+  }
+
+  // `d` holds nothing: its end passed on once its side has ended, and the proxy closed once both
+  // sides have.
+  void Drained(Direction& d) {
+    if (d.eof && !d.shut) {
+      d.shut = true;
+      error_code ignored;
+      d.to.shutdown(tcp::socket::shutdown_send, ignored);
+    }
+    if (up_.eof && down_.eof && up_.held.empty() && down_.held.empty()) Close();
+  }
+
+  // `n` bytes of `d`'s first chunk are written (or `ec` says why not): the fault's next step.
+  void Written(Direction& d, const error_code& ec, size_t n, bool trickle, bool cut) {
+    d.busy = false;
+    if (done_) return;
+    if (d.to_client && half_closed_) return Pump(d);
+    if (ec) return Reset();
+    Chunk& front = d.held.front();
+    front.bytes.erase(0, n);
+    if (front.bytes.empty()) d.held.pop_front();
+    if (cut) return Close();
+    if (trickle) return Wait(d, Clock::now() + state_->delay);
+    Pump(d);
   }
 
   void Wait(Direction& d, Clock::time_point until) {

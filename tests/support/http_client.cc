@@ -55,6 +55,27 @@ void AwaitSocket(tcp::socket& socket, bool writing, std::chrono::milliseconds ti
   ::poll(&fd, 1, static_cast<int>(timeout.count()));
 }
 
+// Appends what has arrived on `socket` to `received`; false once the server has closed it.
+bool Drain(tcp::socket& socket, std::string& received) {
+  char chunk[4096];
+  beast::error_code ec;
+  for (;;) {
+    const size_t n = socket.read_some(asio::buffer(chunk), ec);
+    if (ec == asio::error::would_block) return true;
+    if (ec) return false;
+    received.append(chunk, n);
+  }
+}
+
+// How many of `size` bytes to write next, `sent` written: all that is left, or (for a client
+// that pauses) up to `trickle_from`, then one at a time.
+size_t NextStep(size_t sent, size_t size, std::chrono::milliseconds pause, size_t trickle_from) {
+  const size_t step = pause.count() == 0    ? size - sent
+                      : sent < trickle_from ? trickle_from - sent
+                                            : 1;
+  return std::min(step, size - sent);
+}
+
 }  // namespace
 
 std::string RawExchange(uint16_t port, const std::string& bytes, std::chrono::milliseconds timeout,
@@ -66,35 +87,22 @@ std::string RawExchange(uint16_t port, const std::string& bytes, std::chrono::mi
   if (ec) return "";
   socket.non_blocking(true);
   std::string received;
-  char chunk[4096];
-  // Reads what has arrived; false once the server has closed the connection.
-  auto drain = [&] {
-    for (;;) {
-      size_t n = socket.read_some(asio::buffer(chunk), ec);
-      if (ec == asio::error::would_block) return true;
-      if (ec) return false;
-      received.append(chunk, n);
-    }
-  };
   for (size_t sent = 0; sent < bytes.size();) {
-    const size_t step = pause.count() == 0    ? bytes.size() - sent
-                        : sent < trickle_from ? trickle_from - sent
-                                              : 1;
-    size_t n = socket.write_some(
-        asio::buffer(bytes.data() + sent, std::min(step, bytes.size() - sent)), ec);
+    const size_t n = socket.write_some(
+        asio::buffer(bytes.data() + sent, NextStep(sent, bytes.size(), pause, trickle_from)), ec);
     if (ec == asio::error::would_block) {
-      if (!drain()) return received;
+      if (!Drain(socket, received)) return received;
       AwaitSocket(socket, true, timeout);
       continue;
     }
     if (ec) break;
     sent += n;
-    if (!drain()) return received;
+    if (!Drain(socket, received)) return received;
     // A slow client on purpose: the pause between bytes is what the test sends.
     if (pause.count() != 0 && sent >= trickle_from) std::this_thread::sleep_for(pause);
   }
   const auto give_up = std::chrono::steady_clock::now() + timeout;
-  while (drain()) {
+  while (Drain(socket, received)) {
     const auto left = give_up - std::chrono::steady_clock::now();
     if (left <= std::chrono::milliseconds(0)) break;
     AwaitSocket(socket, false, std::chrono::ceil<std::chrono::milliseconds>(left));
