@@ -20,7 +20,7 @@ median() {
 
 # The token bucket script as the store runs it, in layout $1 (hash or compact), from the sources.
 bucket_script() {
-  cat src/stores/redis/token_bucket.lua "src/stores/redis/token_bucket_$1.lua" src/stores/redis/calls.lua
+  cat src/core/token_bucket.lua "src/core/token_bucket_$1.lua" src/stores/redis/calls.lua
 }
 
 # A / B to two decimals.

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "sluice/limiter.h"
-#include "stores/redis_store_testing.h"
+#include "stores/redis/redis_store_testing.h"
 #include "support/apply_blocking.h"
 #include "support/redis_server.h"
 #include "support/wait_until.h"

@@ -61,7 +61,8 @@ TEST(StoreLoopTest, AThreadItsOwnCallbackLetsGoIsJoinedAtExit) {
         });
         answered.get_future().wait();
         handle.reset();
-        std::exit(0);  // ExitWhenTornDown decides the code
+        // What exit does is the test: ExitWhenTornDown decides the code.
+        std::exit(0);  // NOLINT(concurrency-mt-unsafe)
       },
       ::testing::ExitedWithCode(0), "");
 }

@@ -13,7 +13,7 @@ namespace {
 // Scans `bytes` whole, then again a byte at a time: the two must agree, whatever the pieces.
 Status ScanBothWays(std::string_view bytes, RespLimits limits = {}) {
   RespScanner whole(limits);
-  const Status at_once = whole.Scan(bytes);
+  Status at_once = whole.Scan(bytes);
   RespScanner pieces(limits);
   Status bytewise;
   for (size_t i = 0; i < bytes.size() && bytewise.ok(); ++i) {

@@ -15,7 +15,7 @@
 
 #include "sluice/limiter.h"
 #include "sluice/redis_store.h"
-#include "stores/redis_store_testing.h"
+#include "stores/redis/redis_store_testing.h"
 #include "support/apply_blocking.h"
 #include "support/redis_server.h"
 #include "support/wait_until.h"
