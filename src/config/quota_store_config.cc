@@ -1,14 +1,14 @@
 #include "config/quota_store_config.h"
 
+#include "common/registry.h"
 #include "config/schema.h"
 
 namespace sluice::config {
 
 QuotaStoreConfig ParseQuotaStore(const YamlField& f) {
   f.ExpectMap(KeysOf("quota_store"));
-  std::vector<std::string_view> types;
-  types.reserve(stores::QuotaStoreKinds().size());
-  for (const stores::QuotaStoreKind& kind : stores::QuotaStoreKinds()) types.push_back(kind.type);
+  const std::vector<std::string_view> types =
+      NamesOf(stores::QuotaStoreKinds(), &stores::QuotaStoreKind::type);
   if (!f.Has("type")) f.Fail("needs a type (" + std::string(types.front()) + ")");
   const stores::QuotaStoreKind& kind = *stores::FindQuotaStoreKind(f["type"].OneOf(types));
   QuotaStoreConfig quota;

@@ -1,9 +1,9 @@
 #include "config/rules_config.h"
 
-#include <algorithm>
 #include <set>
 #include <string>
 
+#include "common/registry.h"
 #include "config/quota_store_config.h"
 #include "config/schema.h"
 #include "core/algorithm_kind.h"
@@ -38,12 +38,8 @@ Limit ParseLimit(const YamlField& f, Limit base, CalendarPeriod calendar = Calen
 const stores::CountingMode& CountingModeNamed(const YamlField& rule) {
   const std::vector<stores::CountingMode>& modes = stores::CountingModes();
   if (!rule.Has("counting")) return modes.front();
-  std::vector<std::string_view> names;
-  names.reserve(modes.size());
-  for (const stores::CountingMode& mode : modes) names.push_back(mode.name);
-  const std::string name = rule["counting"].OneOf(names);
-  return *std::find_if(modes.begin(), modes.end(),
-                       [&](const stores::CountingMode& mode) { return mode.name == name; });
+  const std::string name = rule["counting"].OneOf(NamesOf(modes, &stores::CountingMode::name));
+  return *FindNamed(modes, &stores::CountingMode::name, name);
 }
 
 // `counting` of a rule, and the fields of its mode; another mode's fields are refused.
@@ -70,10 +66,7 @@ std::string ParseCostFrom(const YamlField& from) {
 }
 
 Algorithm ParseAlgorithm(const YamlField& f) {
-  std::vector<std::string_view> names;
-  names.reserve(AlgorithmKinds().size());
-  for (const AlgorithmKind& kind : AlgorithmKinds()) names.push_back(kind.name);
-  return AlgorithmNamed(f.OneOf(names))->id;
+  return AlgorithmNamed(f.OneOf(NamesOf(AlgorithmKinds(), &AlgorithmKind::name)))->id;
 }
 
 ReplicaWait ParseWait(const YamlField& wait) {

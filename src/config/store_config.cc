@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/registry.h"
 #include "config/schema.h"
 
 namespace sluice::config {
@@ -34,10 +35,8 @@ void RefuseForeignFields(const YamlField& f, const stores::StoreKind& kind) {
 
 const stores::StoreKind& KindOf(const YamlField& f) {
   if (!f.Has("type")) return stores::StoreKinds().front();
-  std::vector<std::string_view> types;
-  types.reserve(stores::StoreKinds().size());
-  for (const stores::StoreKind& kind : stores::StoreKinds()) types.push_back(kind.type);
-  return *stores::FindStoreKind(f["type"].OneOf(types));
+  return *stores::FindStoreKind(
+      f["type"].OneOf(NamesOf(stores::StoreKinds(), &stores::StoreKind::type)));
 }
 
 }  // namespace

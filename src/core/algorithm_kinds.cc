@@ -1,6 +1,6 @@
 #include "core/algorithm_kind.h"
 
-#include <algorithm>
+#include "common/registry.h"
 
 namespace sluice {
 
@@ -14,17 +14,15 @@ const std::vector<AlgorithmKind>& AlgorithmKinds() {
 }
 
 const AlgorithmKind& AlgorithmOf(Algorithm algorithm) {
+  // Listed in the order of Algorithm's values (tests/core/algorithm_kinds_test.cc holds them to
+  // it), so that the lookup on every check is an index.
   const std::vector<AlgorithmKind>& kinds = AlgorithmKinds();
-  const auto kind = std::find_if(kinds.begin(), kinds.end(),
-                                 [&](const AlgorithmKind& k) { return k.id == algorithm; });
-  return kind == kinds.end() ? kinds.front() : *kind;
+  const auto index = static_cast<size_t>(algorithm);
+  return index < kinds.size() ? kinds[index] : kinds.front();
 }
 
 const AlgorithmKind* AlgorithmNamed(std::string_view name) {
-  const std::vector<AlgorithmKind>& kinds = AlgorithmKinds();
-  const auto kind = std::find_if(kinds.begin(), kinds.end(),
-                                 [&](const AlgorithmKind& k) { return k.name == name; });
-  return kind == kinds.end() ? nullptr : &*kind;
+  return FindNamed(AlgorithmKinds(), &AlgorithmKind::name, name);
 }
 
 }  // namespace sluice

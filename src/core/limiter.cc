@@ -249,9 +249,10 @@ Result<Plan> MakePlan(const Limiter::State& state, const Request& request,
       plan.quota_rules.push_back(i);
       continue;
     }
+    std::string prefix = state.options.key_prefix;
+    prefix += AlgorithmOf(rule.algorithm).key_prefix;
     Result<std::string> key =
-        BucketKey(state.options.key_prefix + std::string(AlgorithmOf(rule.algorithm).key_prefix),
-                  rule.BucketName(), *value, state.options.hash_tag_values);
+        BucketKey(prefix, rule.BucketName(), *value, state.options.hash_tag_values);
     if (!key.ok()) {
       return Status::InvalidArgument("attribute \"" + rule.attribute +
                                      "\": " + key.status().message());

@@ -1,6 +1,6 @@
 #include "stores/quota_store_kind.h"
 
-#include <algorithm>
+#include "common/registry.h"
 
 namespace sluice::stores {
 
@@ -12,19 +12,11 @@ const std::vector<QuotaStoreKind>& QuotaStoreKinds() {
 }
 
 const QuotaStoreKind* FindQuotaStoreKind(std::string_view type) {
-  const std::vector<QuotaStoreKind>& kinds = QuotaStoreKinds();
-  const auto kind = std::find_if(kinds.begin(), kinds.end(),
-                                 [&](const QuotaStoreKind& k) { return k.type == type; });
-  return kind == kinds.end() ? nullptr : &*kind;
+  return FindNamed(QuotaStoreKinds(), &QuotaStoreKind::type, type);
 }
 
 const QuotaStoreKind* QuotaStoreKindForUrl(std::string_view url) {
-  for (const QuotaStoreKind& kind : QuotaStoreKinds()) {
-    for (std::string_view scheme : kind.url_schemes) {
-      if (url.starts_with(scheme)) return &kind;
-    }
-  }
-  return nullptr;
+  return FindByScheme(QuotaStoreKinds(), url);
 }
 
 }  // namespace sluice::stores

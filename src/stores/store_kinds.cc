@@ -1,7 +1,6 @@
 #include "stores/store_kind.h"
 
-#include <algorithm>
-
+#include "common/registry.h"
 #include "config/yaml_field.h"
 
 namespace sluice::stores {
@@ -17,20 +16,13 @@ const std::vector<StoreKind>& StoreKinds() {
 }
 
 const StoreKind* FindStoreKind(std::string_view type) {
-  const std::vector<StoreKind>& kinds = StoreKinds();
-  const auto kind =
-      std::find_if(kinds.begin(), kinds.end(), [&](const StoreKind& k) { return k.type == type; });
-  return kind == kinds.end() ? nullptr : &*kind;
+  return FindNamed(StoreKinds(), &StoreKind::type, type);
 }
 
 const StoreKind* StoreKindForUrl(std::string_view url) {
-  for (const StoreKind& kind : StoreKinds()) {
-    if (kind.url_schemes.empty() && url == kind.type) return &kind;
-    for (std::string_view scheme : kind.url_schemes) {
-      if (url.starts_with(scheme)) return &kind;
-    }
-  }
-  return nullptr;
+  if (const StoreKind* kind = FindByScheme(StoreKinds(), url)) return kind;
+  const StoreKind* named = FindStoreKind(url);
+  return named != nullptr && named->url_schemes.empty() ? named : nullptr;
 }
 
 std::shared_ptr<const StoreSettings> DefaultStoreSettings() {
